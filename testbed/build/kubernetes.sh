@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl from the k8s.io/kubernetes module.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+out="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
+lock_build "$(basename "$out")"
+built "$out" && { echo "$out"; exit 0; }
+minor=${K8S_VERSION#v1.}; minor=${minor%%.*}; patch=${K8S_VERSION##*.}
+w=$(wrapper_dir "kubernetes-$K8S_VERSION")
+cd "$w"
+# k8s.io/kubernetes replaces its staging modules with ./staging paths; point each at its published twin instead.
+upstream_mod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+staging=$(sed -n 's#^\s*k8s.io/\([a-z-]*\) => ./staging/.*#\1#p' "$upstream_mod")
+{
+  echo "module testbed/kubernetes"; echo; echo "go 1.24.0"; echo
+  echo "require k8s.io/kubernetes $K8S_VERSION"; echo
+  for m in $staging; do echo "replace k8s.io/$m => k8s.io/$m v0.$minor.$patch"; done
+} > "$w/go.mod"
+printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n)\n' > "$w/tools.go"
+log "resolving k8s.io/kubernetes $K8S_VERSION modules"
+go mod tidy >/dev/null 2>&1 || true
+go mod download k8s.io/kubernetes
+commit=$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Hash": "\(.*\)".*/\1/p' | head -1)
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+ld=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ld+=" -X $pkg.gitCommit=${commit:-unknown} -X $pkg.gitTreeState=clean -X $pkg.buildDate=$now"
+done
+mkdir -p "$out.tmp"
+log "building kubernetes $K8S_VERSION (cold: tens of minutes on 2 cores)"
+go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
+touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
+echo "$out"

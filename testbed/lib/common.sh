@@ -1,0 +1,71 @@
+# Shared settings of the local test cluster. Sourced by up, down, status, env and the lib/ scripts.
+TB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$TB_ROOT/build/common.sh"
+TB_STATE=${TB_STATE:-/var/lib/node-maint-testbed}
+TB_RUN=${TB_RUN:-/run/node-maint-testbed}
+TB_LOGS="$TB_STATE/logs"
+TB_PKI="$TB_STATE/pki"
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+CRI_DOCKERD_VERSION=${CRI_DOCKERD_VERSION:-v0.4.3}
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
+K8S_BIN="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
+CRI_DOCKERD_BIN="$TESTBED_CACHE/bin/cri-dockerd-$CRI_DOCKERD_VERSION"
+KWOK_BIN="$TESTBED_CACHE/bin/kwok-$KWOK_VERSION"
+PULUMI_BIN="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
+
+# Addresses: everything on loopback but the node IP, which kubelet refuses on loopback: it sits on a portless bridge
+# of the bed (this kernel has no dummy links), so traffic to it never leaves the machine.
+APISERVER_PORT=6443
+APISERVER_URL="https://127.0.0.1:$APISERVER_PORT"
+ETCD_URL="http://127.0.0.1:23790"
+NODE_IFACE=tbnode0
+NODE_IP=10.99.0.1
+REAL_NODE=${REAL_NODE:-real-node}
+REAL_NODE_SSH_PORT=2222
+FLEET_SSH_BASE_PORT=2300
+CLUSTER_CIDR=10.128.0.0/14
+SERVICE_CIDR=10.96.0.0/16
+NODE_CIDR_MASK=25
+CONTAINERD_OLD=${CONTAINERD_OLD:-1.6.20~ds1-1+deb12u2}
+CONTAINERD_NEW=${CONTAINERD_NEW:-1.6.20~ds1-1+deb12u3}
+ADMIN_KUBECONFIG="$TB_STATE/admin.kubeconfig"
+SSH_KEY="$TB_STATE/ssh/id_ed25519"
+KNOWN_HOSTS="$TB_STATE/ssh/known_hosts"
+SSH_USER=maint
+# The fleet hosts live on their own dockerd, so stopping or upgrading the real node's runtime never touches them.
+BED_DOCKER_SOCK="$TB_RUN/docker.sock"
+BED_DOCKER_ROOT="$TB_STATE/bed-docker"
+BED_DOCKER="docker -H unix://$BED_DOCKER_SOCK"
+
+kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+
+# A bed-owned background process: started detached, its PID recorded so that down ends exactly it.
+start_bg() {
+  local name=$1; shift
+  mkdir -p "$TB_RUN/pids" "$TB_LOGS"
+  if bg_alive "$name"; then return 0; fi
+  setsid "$@" </dev/null >>"$TB_LOGS/$name.log" 2>&1 &
+  echo $! > "$TB_RUN/pids/$name.pid"
+}
+bg_pid() { cat "$TB_RUN/pids/$1.pid" 2>/dev/null; }
+bg_alive() { local p; p=$(bg_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+stop_bg() {
+  local name=$1 p; p=$(bg_pid "$name") || return 0
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$TB_RUN/pids/$name.pid"
+}
+
+# wait_for DESCRIPTION SECONDS COMMAND...: polls until the command succeeds.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local end=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $end ] && { log "timed out after ${secs}s waiting for $what"; return 1; }
+    sleep 0.5
+  done
+}
