@@ -13,6 +13,7 @@ K8S_BIN="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
 CRI_DOCKERD_BIN="$TESTBED_CACHE/bin/cri-dockerd-$CRI_DOCKERD_VERSION"
 KWOK_BIN="$TESTBED_CACHE/bin/kwok-$KWOK_VERSION"
 PULUMI_BIN="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
+CRICTL_BIN="$TESTBED_CACHE/bin/crictl-${CRI_TOOLS_VERSION:-v1.30.0}"
 
 # Addresses: everything on loopback but the node IP, which kubelet refuses on loopback: it sits on a portless bridge
 # of the bed (this kernel has no dummy links), so traffic to it never leaves the machine.

@@ -84,6 +84,7 @@ start_fleet_host() { # INDEX
   write_kubeconfig "$etc/kubeconfig" cni-agent "https://127.0.0.1:6443"
   install -m 0644 "$SSH_KEY.pub" "$etc/authorized_keys"
   write_fleet_units "$etc/units"
+  echo "runtime-endpoint: unix:///run/containerd/containerd.sock" > "$etc/crictl.yaml"
   if ! $BED_DOCKER inspect "$c" >/dev/null 2>&1; then
     # All capabilities but CAP_SYS_RESOURCE, which this machine's own bounding set lacks (so --privileged fails).
     $BED_DOCKER run -d -q --name "$c" --hostname "$node" --cap-add ALL --cap-drop SYS_RESOURCE \
@@ -91,7 +92,8 @@ start_fleet_host() { # INDEX
       --network none \
       --label node-maint-testbed=fleet \
       -v "$TB_ROOT:/opt/testbed:ro" -v "$TB_ROOT/node/systemctl:/usr/local/bin/systemctl:ro" \
-      -v "$etc/units:$STANDIN_UNITS:ro" -v "$K8S_BIN/kubectl:/usr/local/bin/kubectl:ro" -v "$etc:/etc/testbed:ro" \
+      -v "$etc/units:$STANDIN_UNITS:ro" -v "$K8S_BIN/kubectl:/usr/local/bin/kubectl:ro" \
+      -v "$CRICTL_BIN/crictl:/usr/local/bin/crictl:ro" -v "$etc/crictl.yaml:/etc/crictl.yaml:ro" -v "$etc:/etc/testbed:ro" \
       -v "$LOCAL_APT_REPO:/srv/debs:ro" -v "$TB_RUN/api:/run/testbed-api" \
       "$FLEET_IMAGE" >/dev/null
   elif [ "$($BED_DOCKER inspect -f '{{.State.Running}}' "$c")" != true ]; then

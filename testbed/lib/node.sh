@@ -25,6 +25,8 @@ make_node_iface() {
 install_node_units() {
   install -m 0755 "$CRI_DOCKERD_BIN/cri-dockerd" /usr/local/bin/cri-dockerd
   install -m 0755 "$K8S_BIN/kubelet" /usr/local/bin/kubelet
+  install -m 0755 "$CRICTL_BIN/crictl" /usr/local/bin/crictl
+  echo "runtime-endpoint: unix:///run/cri-dockerd.sock" > /etc/crictl.yaml
   install -D -m 0755 "$TB_ROOT/node/runc-clamp-oom" /usr/local/lib/node-maint-testbed/runc-clamp-oom
   install_systemctl_standin /
   write_unit "$STANDIN_UNITS" containerd "/usr/bin/containerd" "ctr version"

@@ -1,0 +1,74 @@
+import { isIP } from 'node:net';
+import type { TransportSpec } from '../node/transport/index.js';
+import { usageError } from '../runbook/errors.js';
+
+// How to reach a node, from command-line flags: ssh (default), docker exec (kind nodes are containers), or local.
+export interface ConnectFlags {
+  transport?: string;
+  'ssh-host'?: string;
+  'ssh-port'?: string;
+  'ssh-user'?: string;
+  'ssh-key'?: string;
+  'known-hosts'?: string;
+  'ssh-bastion'?: string;
+  container?: string;
+  'docker-host'?: string;
+}
+
+export const CONNECT_OPTIONS = {
+  transport: { type: 'string' },
+  'ssh-host': { type: 'string' },
+  'ssh-port': { type: 'string' },
+  'ssh-user': { type: 'string' },
+  'ssh-key': { type: 'string' },
+  'known-hosts': { type: 'string' },
+  'ssh-bastion': { type: 'string' },
+  container: { type: 'string' },
+  'docker-host': { type: 'string' },
+} as const;
+
+const HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
+const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+const CONTAINER = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const DOCKER_HOST = /^(unix:\/\/\/[A-Za-z0-9_./-]+|tcp:\/\/[A-Za-z0-9.-]+:\d+)$/;
+
+function host(value: string, flag: string): string {
+  if (!HOST.test(value) && isIP(value) === 0) throw usageError(`invalid ${flag} ${JSON.stringify(value)}: expected a host name or IP address`);
+  return value;
+}
+
+function port(value: string | undefined): number {
+  if (value === undefined) return 22;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65535) throw usageError(`invalid --ssh-port ${JSON.stringify(value)}: expected 1-65535`);
+  return n;
+}
+
+export function transportSpec(flags: ConnectFlags, defaultHost: () => Promise<string>, home = process.env.HOME ?? '/root'): Promise<TransportSpec> {
+  return (async (): Promise<TransportSpec> => {
+    const kind = flags.transport ?? (flags.container ? 'docker-exec' : 'ssh');
+    if (kind === 'local') return { kind: 'local' };
+    if (kind === 'docker-exec') {
+      if (!flags.container || !CONTAINER.test(flags.container)) throw usageError(`--transport docker-exec needs --container NAME (got ${JSON.stringify(flags.container ?? '')})`);
+      if (flags['docker-host'] && !DOCKER_HOST.test(flags['docker-host'])) throw usageError(`invalid --docker-host ${JSON.stringify(flags['docker-host'])}`);
+      return { kind: 'docker-exec', container: flags.container, dockerHost: flags['docker-host'] };
+    }
+    if (kind !== 'ssh') throw usageError(`unknown --transport ${JSON.stringify(kind)}: ssh, docker-exec or local`);
+    const user = flags['ssh-user'] ?? 'root';
+    if (!USER.test(user)) throw usageError(`invalid --ssh-user ${JSON.stringify(user)}`);
+    let bastion: { host: string; port?: number } | undefined;
+    if (flags['ssh-bastion']) {
+      const [h = '', p] = flags['ssh-bastion'].split(':');
+      bastion = { host: host(h, '--ssh-bastion'), port: port(p) };
+    }
+    return {
+      kind: 'ssh',
+      host: host(flags['ssh-host'] ?? (await defaultHost()), '--ssh-host'),
+      port: port(flags['ssh-port']),
+      user,
+      privateKeyPath: flags['ssh-key'] ?? `${home}/.ssh/id_ed25519`,
+      knownHostsPath: flags['known-hosts'] ?? `${home}/.ssh/known_hosts`,
+      bastion,
+    };
+  })();
+}

@@ -1,0 +1,129 @@
+import { parseArgs } from 'node:util';
+import { Cluster } from '../cluster/api.js';
+import { getNode } from '../cluster/nodes.js';
+import { openTransport, type Transport } from '../node/transport/index.js';
+import { ExitCode, RunbookError, exitCodeOf, messageOf } from '../runbook/errors.js';
+import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, type RunOptions } from '../runbook/options.js';
+import { renderReport } from '../runbook/report.js';
+import { runUpgrade } from '../runbook/runner.js';
+import { CONNECT_OPTIONS, transportSpec } from './connect.js';
+import { parseDuration, parseInteger } from './duration.js';
+import { progressPrinter } from './progress.js';
+
+export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE --to PACKAGE=VERSION[,PACKAGE=VERSION] [options]
+
+Upgrades a node's container runtime safely: preflight (PodDisruptionBudgets checked before anything changes, a
+per-node Lease taken), cordon, drain, stop kubelet, tear down every sandbox's network (CNI DEL replayed from libcni's
+cache), clear checkpoints and CNI IPAM and cache directories (backed up on the node first), upgrade the packages,
+start kubelet and wait for PodCIDR, Ready and the runtime network, uncordon (only if this run cordoned), verify that
+nothing leaked. Each step is idempotent; a failure rolls back to the recorded prior state; a killed run resumes.
+
+Target:
+  --to PACKAGE=VERSION[,...]   exact versions, e.g. containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6
+  --dry-run                    observe and plan every step, change nothing, print the plan
+
+Cluster:
+  --kubeconfig PATH            default: $KUBECONFIG or ~/.kube/config
+  --context NAME               a context of the kubeconfig
+
+Node access (default: ssh to the node's InternalIP):
+  --ssh-host HOST              --ssh-port PORT (22)        --ssh-user USER (root; others use sudo -n)
+  --ssh-key PATH               (~/.ssh/id_ed25519)         --known-hosts PATH (~/.ssh/known_hosts; never bypassed)
+  --ssh-bastion HOST[:PORT]    jump host, same key and known_hosts
+  --transport ssh|docker-exec|local
+  --container NAME             for docker-exec (kind nodes are containers)   --docker-host URL
+
+Drain (as kubectl drain):
+  --ignore-daemonsets          --delete-emptydir-data      --force (pods without a controller)
+  --grace-period SECONDS (-1: each pod's own)              --timeout DURATION (600s: evictions and waits)
+
+Other:
+  --output text|json           the final report (progress always goes to stderr)
+  --lease-namespace NS         (kube-system)               --ready-timeout DURATION (300s)
+  -h, --help
+
+Exit codes:
+  0 done (or nothing to do, or the dry run planned)   1 internal error      2 usage (bad flag, value, version)
+  3 node not found          4 node not Ready          5 node unreachable    6 host key unknown or mismatched
+  7 SSH authentication      8 drain blocked by a PodDisruptionBudget       9 another run holds the node's Lease
+  10 preflight refused (version unavailable, runtime missing, disk, pods that cannot be drained)
+  11 a step failed and the node was rolled back     12 a step failed and the rollback failed too
+  13 the leak audit found leaks after the upgrade`;
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+const defaultIo: CliIo = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
+
+export async function upgradeNodeMain(argv: string[], io: CliIo = defaultIo): Promise<number> {
+  let json = false;
+  let transport: Transport | undefined;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        to: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        output: { type: 'string' },
+        'ignore-daemonsets': { type: 'boolean' },
+        'delete-emptydir-data': { type: 'boolean' },
+        force: { type: 'boolean' },
+        'grace-period': { type: 'string' },
+        timeout: { type: 'string' },
+        'lease-namespace': { type: 'string' },
+        'ready-timeout': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        ...CONNECT_OPTIONS,
+      },
+    }).valueOf() as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+    if (values.help) {
+      io.stdout(`${UPGRADE_HELP}\n`);
+      return ExitCode.ok;
+    }
+    if (values.output !== undefined && values.output !== 'text' && values.output !== 'json') throw new RunbookError('usage', `--output must be text or json (got ${JSON.stringify(values.output)})`);
+    json = values.output === 'json';
+    if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
+    const node = validateNodeName(positionals[0]!);
+    const options: RunOptions = {
+      ...DEFAULT_RUN_OPTIONS,
+      node,
+      targets: parseTargets(String(values.to ?? '')),
+      dryRun: values['dry-run'] === true,
+      leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
+      readyTimeoutSeconds: values['ready-timeout'] ? parseDuration(String(values['ready-timeout']), '--ready-timeout') : DEFAULT_RUN_OPTIONS.readyTimeoutSeconds,
+      drain: {
+        ignoreDaemonSets: values['ignore-daemonsets'] === true,
+        deleteEmptyDirData: values['delete-emptydir-data'] === true,
+        force: values.force === true,
+        gracePeriodSeconds: values['grace-period'] ? parseInteger(String(values['grace-period']), '--grace-period') : -1,
+        timeoutSeconds: values.timeout ? parseDuration(String(values.timeout), '--timeout') : DEFAULT_RUN_OPTIONS.drain.timeoutSeconds,
+      },
+    };
+    const cluster = await Cluster.connect({ kubeconfig: values.kubeconfig as string | undefined, context: values.context as string | undefined });
+    const nodeObject = await getNode(cluster, node);
+    const internalIp = async () => {
+      const ip = nodeObject.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+      if (!ip) throw new RunbookError('usage', `node ${node} has no InternalIP; give --ssh-host`);
+      return ip;
+    };
+    transport = await openTransport(await transportSpec(values, internalIp));
+    const report = await runUpgrade({ options, cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
+    io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
+    return report.exitCode;
+  } catch (error) {
+    const code = error instanceof RunbookError ? error.code : (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 'usage' : 'internal';
+    const exitCode = code === 'usage' ? ExitCode.usage : exitCodeOf(error);
+    const message = messageOf(error);
+    if (json) io.stdout(`${JSON.stringify({ result: 'error', exitCode, error: { code, message } }, null, 2)}\n`);
+    io.stderr(`node-maint: ${message}\n`);
+    return exitCode;
+  } finally {
+    await transport?.close();
+  }
+}

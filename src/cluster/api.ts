@@ -1,0 +1,103 @@
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { RunbookError } from '../runbook/errors.js';
+
+type KubeConfig = import('@kubernetes/client-node').KubeConfig;
+
+export interface ClusterOptions {
+  kubeconfig?: string;
+  context?: string;
+  requestTimeoutMs?: number;
+}
+
+/** An API error with the status code and the Status reason, e.g. 429 TooManyRequests from a PDB-refused eviction. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
+export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 409;
+
+/**
+ * The one place that talks to the Kubernetes API: client-node's KubeConfig for contexts, credentials and TLS, and
+ * plain JSON requests, so that evictions of either policy version, leases and CRDs all take the same path.
+ */
+export class Cluster {
+  private constructor(private readonly kc: KubeConfig, private readonly timeoutMs: number) {}
+
+  static async connect(options: ClusterOptions = {}): Promise<Cluster> {
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
+    try {
+      if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
+      else kc.loadFromDefault();
+    } catch (cause) {
+      throw new RunbookError('usage', `cannot load the kubeconfig ${options.kubeconfig ?? '(default)'}`, { cause });
+    }
+    if (options.context) {
+      if (!kc.getContexts().some((c) => c.name === options.context)) {
+        throw new RunbookError('usage', `the kubeconfig has no context named ${options.context}`);
+      }
+      kc.setCurrentContext(options.context);
+    }
+    if (!kc.getCurrentCluster()) throw new RunbookError('usage', 'the kubeconfig has no current cluster');
+    return new Cluster(kc, options.requestTimeoutMs ?? 30_000);
+  }
+
+  get server(): string {
+    return this.kc.getCurrentCluster()?.server ?? '';
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+    const url = new URL(path, this.server);
+    const options: RequestOptions = {
+      method,
+      hostname: url.hostname,
+      port: url.port,
+      path: `${url.pathname}${url.search}`,
+      headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
+      timeout: this.timeoutMs,
+    };
+    await this.kc.applyToHTTPSOptions(options);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    return new Promise<T>((resolve, reject) => {
+      const req = send(options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) return resolve((text ? JSON.parse(text) : {}) as T);
+          let reason = '';
+          let message = text.slice(0, 300);
+          try {
+            const s = JSON.parse(text) as { reason?: string; message?: string };
+            reason = s.reason ?? '';
+            message = s.message ?? message;
+          } catch {
+            // not a Status object
+          }
+          reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`));
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${this.timeoutMs} ms`)));
+      req.on('error', (cause) =>
+        reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} did not answer`, { cause })),
+      );
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  get<T>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  mergePatch<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, body, 'application/merge-patch+json');
+  }
+}

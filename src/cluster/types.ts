@@ -1,0 +1,61 @@
+// The API objects the runbook reads, as far as it reads them.
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: Array<{ kind: string; name: string; uid: string; controller?: boolean; apiVersion: string }>;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  creationTimestamp?: string;
+}
+
+export interface Node {
+  metadata: ObjectMeta;
+  spec: { unschedulable?: boolean; podCIDR?: string; podCIDRs?: string[]; taints?: Array<{ key: string; effect: string }> };
+  status?: {
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    nodeInfo?: { containerRuntimeVersion?: string; kubeletVersion?: string };
+    addresses?: Array<{ type: string; address: string }>;
+  };
+}
+
+export interface Pod {
+  metadata: ObjectMeta;
+  spec: {
+    nodeName?: string;
+    hostNetwork?: boolean;
+    volumes?: Array<{ name: string; emptyDir?: unknown }>;
+    terminationGracePeriodSeconds?: number;
+  };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    podIPs?: Array<{ ip: string }>;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ name: string; containerID?: string; state?: Record<string, unknown> }>;
+  };
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }>;
+}
+
+export interface PodDisruptionBudget {
+  metadata: ObjectMeta;
+  spec: { selector?: LabelSelector; minAvailable?: number | string; maxUnavailable?: number | string; unhealthyPodEvictionPolicy?: string };
+  status?: { disruptionsAllowed?: number; currentHealthy?: number; desiredHealthy?: number; expectedPods?: number };
+}
+
+export interface Lease {
+  metadata: ObjectMeta;
+  spec: { holderIdentity?: string | null; leaseDurationSeconds?: number; acquireTime?: string | null; renewTime?: string | null; leaseTransitions?: number };
+}
+
+export interface List<T> {
+  metadata: { resourceVersion?: string; continue?: string };
+  items: T[];
+}

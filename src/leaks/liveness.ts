@@ -1,0 +1,44 @@
+import { isTerminal, podIps, podKey } from '../cluster/pods.js';
+import type { Pod } from '../cluster/types.js';
+import type { NodeState } from '../node/state/types.js';
+
+// Who is alive on a node, as the union the reclaim rules demand: the runtime's sandboxes (in-flight ones included),
+// CNI cache entries whose netns still exists, pod IPs from the API, live network namespaces.
+export interface Liveness {
+  sandboxIds: Set<string>;
+  /** Network namespace names and paths that exist. */
+  netns: Set<string>;
+  /** IPs that pods bound to this node (and not finished) claim, to the pod. */
+  podIps: Map<string, string>;
+  /** Container IDs whose CNI cache entry points at a netns that exists. */
+  attachedContainers: Set<string>;
+  /** Whether the runtime answered; if not, nothing may be judged dead by its absence from the runtime. */
+  runtimeKnown: boolean;
+}
+
+export function liveness(state: NodeState, pods: Pod[]): Liveness {
+  const netns = new Set<string>();
+  for (const name of state.netns) {
+    netns.add(name);
+    netns.add(`/var/run/netns/${name}`);
+    netns.add(`/run/netns/${name}`);
+  }
+  for (const s of state.sandboxes) if (s.pid > 0) netns.add(`/proc/${s.pid}/ns/net`);
+  const podIpMap = new Map<string, string>();
+  for (const pod of pods) {
+    if (isTerminal(pod)) continue;
+    for (const ip of podIps(pod)) podIpMap.set(ip, podKey(pod));
+  }
+  const attached = new Set<string>();
+  for (const entry of state.cniCache) {
+    if (entry.netns && netns.has(entry.netns)) attached.add(entry.containerId);
+  }
+  return { sandboxIds: new Set(state.sandboxes.map((s) => s.id)), netns, podIps: podIpMap, attachedContainers: attached, runtimeKnown: state.runtimeReachable };
+}
+
+/** An owner is alive if the runtime knows it, its network is attached, or a pod claims the IP. */
+export function ownerAlive(live: Liveness, containerId: string, ip?: string): boolean {
+  if (live.sandboxIds.has(containerId) || live.attachedContainers.has(containerId)) return true;
+  if (ip !== undefined && live.podIps.has(ip)) return true;
+  return !live.runtimeKnown;
+}

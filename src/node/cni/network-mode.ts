@@ -1,0 +1,31 @@
+import type { NetworkMode, NodeState, RuntimeFlavor } from '../state/types.js';
+
+export interface NetworkInfo {
+  mode: NetworkMode;
+  /** The CNI network name, i.e. the host-local directory under /var/lib/cni/networks. */
+  networkName: string;
+  /** Where the plugin binaries are, for DEL replays. */
+  binDir: string;
+}
+
+const flag = (cmdline: string, name: string) => new RegExp(`--${name}[= ](\\S+)`).exec(cmdline)?.[1];
+
+/** kubenet (cri-dockerd or dockershim flag), or the first CNI config in /etc/cni/net.d (Calico if it uses calico). */
+export function detectNetwork(state: NodeState, flavor: RuntimeFlavor): NetworkInfo {
+  const criDockerd = state.services['cri-docker']?.execStart || state.processes['cri-dockerd'] || '';
+  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
+  const dockerSide = flavor === 'cri-dockerd' ? criDockerd : flavor === 'dockershim' ? kubelet : '';
+  const binDir = flag(dockerSide, 'cni-bin-dir') ?? state.cniBinDirs[0] ?? '/opt/cni/bin';
+  if (flag(dockerSide, 'network-plugin') === 'kubenet') return { mode: 'kubenet', networkName: 'kubenet', binDir };
+  const conf = [...state.cniConfFiles]
+    .filter((f) => /\.(conf|conflist|json)$/.test(f.name))
+    .sort((a, b) => a.name.localeCompare(b.name))[0];
+  if (!conf?.content) return { mode: 'unknown', networkName: '', binDir };
+  try {
+    const json = JSON.parse(conf.content) as { name?: string; type?: string; plugins?: Array<{ type?: string }> };
+    const types = json.plugins?.map((p) => p.type) ?? [json.type];
+    return { mode: types.includes('calico') ? 'calico' : 'cni', networkName: json.name ?? '', binDir };
+  } catch {
+    return { mode: 'unknown', networkName: '', binDir };
+  }
+}

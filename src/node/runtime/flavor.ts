@@ -1,0 +1,30 @@
+import type { NodeState, RuntimeFlavor } from '../state/types.js';
+
+// Which runtime serves kubelet, from the units and daemons present (kubelet may be stopped, so not from its flags).
+export function detectFlavor(state: NodeState): RuntimeFlavor {
+  const loaded = (u: string) => state.services[u]?.loaded === true;
+  if (loaded('cri-docker') || state.processes['cri-dockerd']) return 'cri-dockerd';
+  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
+  if (loaded('docker') && (/--container-runtime=docker\b/.test(kubelet) || state.checkpoints.some((c) => c.kind === 'dockershim'))) {
+    return 'dockershim';
+  }
+  if (loaded('containerd')) return 'containerd';
+  return 'unknown';
+}
+
+/** The runtime's units in start order; stopped in reverse. kubelet is handled on its own. */
+export function runtimeUnits(flavor: RuntimeFlavor): string[] {
+  switch (flavor) {
+    case 'cri-dockerd':
+      return ['containerd', 'docker', 'cri-docker'];
+    case 'dockershim':
+      return ['containerd', 'docker'];
+    case 'containerd':
+      return ['containerd'];
+    default:
+      return [];
+  }
+}
+
+/** Packages whose files the runtime's units execute: those are the ones an upgrade may replace. */
+export const RUNTIME_PACKAGES = ['containerd', 'containerd.io', 'docker.io', 'docker-ce', 'docker-ce-cli', 'runc', 'cri-dockerd'];

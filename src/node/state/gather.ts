@@ -1,0 +1,85 @@
+// The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
+// ("@@name args") and content lines ("|text"). It reads files with one awk per directory, never a command per file.
+export const STATE_DIRS = {
+  ipam: '/var/lib/cni/networks',
+  cniCaches: ['/var/lib/cni/cache/results', '/var/lib/cni/results'],
+  checkpoints: { 'cri-dockerd': '/var/lib/cri-dockerd/sandbox', dockershim: '/var/lib/dockershim/sandbox' },
+  cniConf: '/etc/cni/net.d',
+  cniBin: ['/opt/cni/bin', '/usr/lib/cni', '/usr/libexec/cni'],
+  netns: '/var/run/netns',
+  backups: '/var/lib/node-maint/backups',
+} as const;
+
+export const UNITS = ['kubelet', 'containerd', 'docker', 'cri-docker'] as const;
+export const PACKAGES = ['containerd', 'containerd.io', 'docker.io', 'docker-ce', 'docker-ce-cli', 'runc', 'cri-dockerd', 'kubelet'];
+
+const DOCKER_FORMAT = [
+  '{{.ID}}', '{{.State}}', '{{.Label "io.kubernetes.docker.type"}}', '{{.Label "io.kubernetes.pod.uid"}}',
+  '{{.Label "io.kubernetes.pod.namespace"}}', '{{.Label "io.kubernetes.pod.name"}}', '{{.Label "io.kubernetes.sandbox.id"}}',
+  '{{.Label "io.kubernetes.container.name"}}', '{{.CreatedAt}}',
+].join('\t');
+
+export function gatherScript(): string {
+  return `
+set +e
+export LC_ALL=C
+sec() { printf '@@%s\\n' "$*"; }
+body() { sed 's/^/|/'; }
+# files DIR: a listing (name, size, mtime) and every small file's content, in one find and one awk.
+files() {
+  [ -d "$1" ] || return 0
+  sec dir "$1"
+  find "$1" -maxdepth 1 -type f -printf '%f\\t%s\\t%T@\\n' | body
+  find "$1" -maxdepth 1 -type f -size -256k ! -name lock -print0 | xargs -0 -r awk 'FNR==1{print "@@file " FILENAME} {print "|" $0}'
+}
+sec meta
+{ echo "hostname=$(hostname)"; echo "now=$(date +%s)"; echo "uid=$(id -u)"; echo "kernel=$(uname -r)"; } | body
+sec os-release
+cat /etc/os-release 2>/dev/null | body
+sec tools
+for t in apt-get dnf yum dpkg-query rpm docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done | body
+sec packages
+if command -v dpkg-query >/dev/null 2>&1; then
+  dpkg-query -W -f='\${Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n' ${PACKAGES.join(' ')} 2>/dev/null | body
+elif command -v rpm >/dev/null 2>&1; then
+  rpm -q --qf '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\tii\\n' ${PACKAGES.join(' ')} 2>/dev/null | grep -v 'not installed' | body
+fi
+sec services
+for u in ${UNITS.join(' ')}; do echo "Unit=$u"; systemctl show -p LoadState,ActiveState,MainPID,ExecStart "$u" 2>/dev/null; done | body
+sec processes
+for n in kubelet cri-dockerd containerd dockerd; do
+  for p in $(pidof "$n" 2>/dev/null); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
+done | body
+sec disk
+df -Pk / /var/lib /var/cache 2>/dev/null | body
+sec cni-bin
+for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done | body
+files ${STATE_DIRS.cniConf}
+for d in ${STATE_DIRS.ipam}/*/; do [ -d "$d" ] && files "\${d%/}"; done
+${STATE_DIRS.cniCaches.map((d) => `files ${d}`).join('\n')}
+files ${STATE_DIRS.checkpoints['cri-dockerd']}
+files ${STATE_DIRS.checkpoints.dockershim}
+if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
+  sec docker up
+  timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' | body
+  sec docker-pids
+  ids=$(timeout 30 docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox)
+  [ -n "$ids" ] && timeout 60 docker inspect --format '{{.Id}}\t{{.State.Pid}}' $ids | body
+elif command -v docker >/dev/null 2>&1; then
+  sec docker down
+fi
+if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 20 crictl info >/dev/null 2>&1; then
+  sec crictl-pods
+  timeout 60 crictl pods -o json | body
+  sec crictl-containers
+  timeout 60 crictl ps -a -o json | body
+fi
+sec netns
+ls -1 ${STATE_DIRS.netns} 2>/dev/null | body
+sec links
+ip -o link show type veth 2>/dev/null | body
+sec backups
+ls -1 ${STATE_DIRS.backups} 2>/dev/null | body
+sec end
+`;
+}

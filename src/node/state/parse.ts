@@ -1,0 +1,154 @@
+import { basename } from 'node:path';
+import { parseCacheEntry } from '../cni/cache.js';
+import { parseReservation } from '../cni/host-local.js';
+import { parseCheckpoint } from '../runtime/checkpoint.js';
+import { parseCrictlContainers, parseCrictlPods } from '../runtime/crictl.js';
+import { parseDockerContainers, parseDockerPids } from '../runtime/docker.js';
+import { parseSystemctlShow } from '../service.js';
+import { STATE_DIRS, UNITS } from './gather.js';
+import type { IpamDirectory, NodeState, StateFile } from './types.js';
+
+interface Section {
+  name: string;
+  arg: string;
+  lines: string[];
+  files: Map<string, string[]>;
+}
+
+/** Splits the gather script's output into sections; "@@file" blocks belong to the directory section before them. */
+export function splitSections(output: string): Section[] {
+  const sections: Section[] = [];
+  let current: Section | undefined;
+  let currentFile: string[] | undefined;
+  for (const line of output.split('\n')) {
+    if (line.startsWith('@@file ')) {
+      currentFile = [];
+      current?.files.set(line.slice(7), currentFile);
+    } else if (line.startsWith('@@')) {
+      const [name = '', ...rest] = line.slice(2).split(' ');
+      current = { name, arg: rest.join(' '), lines: [], files: new Map() };
+      currentFile = undefined;
+      sections.push(current);
+    } else if (line.startsWith('|')) {
+      (currentFile ?? current?.lines)?.push(line.slice(1));
+    }
+  }
+  return sections;
+}
+
+function dirFiles(section: Section): StateFile[] {
+  return section.lines.map((line) => {
+    const [name = '', size = '0', mtime = '0'] = line.split('\t');
+    const path = `${section.arg}/${name}`;
+    const content = section.files.get(path);
+    return { path, name, size: Number(size), mtime: Math.floor(Number(mtime)), content: content?.join('\n') };
+  });
+}
+
+function keyValues(lines: string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const line of lines) {
+    const eq = line.indexOf('=');
+    if (eq > 0) map.set(line.slice(0, eq), line.slice(eq + 1).replace(/^"|"$/g, ''));
+  }
+  return map;
+}
+
+export function parseNodeState(output: string): NodeState {
+  const sections = splitSections(output);
+  if (!sections.some((s) => s.name === 'end')) {
+    throw new Error('the node state came back truncated (no end marker)');
+  }
+  const one = (name: string) => sections.find((s) => s.name === name);
+  const meta = keyValues(one('meta')?.lines ?? []);
+  const os = keyValues(one('os-release')?.lines ?? []);
+  const tools = new Set(one('tools')?.lines ?? []);
+  const state: NodeState = {
+    hostname: meta.get('hostname') ?? '',
+    now: Number(meta.get('now') ?? 0),
+    uid: Number(meta.get('uid') ?? -1),
+    os: { id: os.get('ID') ?? '', versionId: os.get('VERSION_ID') ?? '', prettyName: os.get('PRETTY_NAME') ?? '' },
+    tools,
+    packageManager: tools.has('apt-get') ? 'apt' : tools.has('dnf') ? 'dnf' : tools.has('yum') ? 'yum' : null,
+    packages: {},
+    services: {},
+    processes: {},
+    diskFreeBytes: {},
+    cniBinDirs: one('cni-bin')?.lines ?? [],
+    cniConfFiles: [],
+    ipam: [],
+    cniCache: [],
+    checkpoints: [],
+    runtimeReachable: false,
+    sandboxes: [],
+    containers: [],
+    netns: one('netns')?.lines.filter((l) => l !== '') ?? [],
+    veths: (one('links')?.lines ?? []).map(parseVethLine).filter((v): v is { name: string; master: string | null } => v !== null),
+    backups: one('backups')?.lines.filter((l) => l !== '') ?? [],
+  };
+  for (const line of one('packages')?.lines ?? []) {
+    const [name, version, status] = line.split('\t');
+    if (name && version && status?.startsWith('i')) state.packages[name] = version;
+  }
+  for (const unit of UNITS) state.services[unit] = parseSystemctlShow(unit, '');
+  let unitLines: string[] = [];
+  let unitName = '';
+  const flushUnit = () => unitName && (state.services[unitName] = parseSystemctlShow(unitName, unitLines.join('\n')));
+  for (const line of one('services')?.lines ?? []) {
+    if (line.startsWith('Unit=')) {
+      flushUnit();
+      unitName = line.slice(5);
+      unitLines = [];
+    } else unitLines.push(line);
+  }
+  flushUnit();
+  for (const line of one('processes')?.lines ?? []) {
+    const [name, , cmdline] = line.split('\t');
+    if (name && cmdline && !state.processes[name]) state.processes[name] = cmdline.trim();
+  }
+  for (const line of (one('disk')?.lines ?? []).slice(1)) {
+    const cols = line.split(/\s+/);
+    if (cols.length >= 6) state.diskFreeBytes[cols[5]!] = Number(cols[3]) * 1024;
+  }
+  for (const section of sections.filter((s) => s.name === 'dir')) {
+    addDirectory(state, section.arg, dirFiles(section));
+  }
+  const docker = one('docker');
+  const crictlPods = one('crictl-pods');
+  if (docker?.arg === 'up') {
+    state.runtimeReachable = true;
+    const found = parseDockerContainers(docker.lines, parseDockerPids(one('docker-pids')?.lines ?? []));
+    state.sandboxes = found.sandboxes;
+    state.containers = found.containers;
+  } else if (crictlPods) {
+    state.runtimeReachable = true;
+    state.sandboxes = parseCrictlPods(crictlPods.lines.join('\n'));
+    state.containers = parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '');
+  }
+  return state;
+}
+
+function addDirectory(state: NodeState, dir: string, files: StateFile[]): void {
+  if (dir === STATE_DIRS.cniConf) {
+    state.cniConfFiles = files;
+  } else if (dir.startsWith(`${STATE_DIRS.ipam}/`)) {
+    const network = basename(dir);
+    const ipam: IpamDirectory = { network, path: dir, reservations: [], lastReserved: {} };
+    for (const f of files) {
+      if (f.name.startsWith('last_reserved_ip')) ipam.lastReserved[f.name] = (f.content ?? '').trim();
+      const r = parseReservation(network, f.path, f.name, f.content ?? '', f.mtime);
+      if (r) ipam.reservations.push(r);
+    }
+    state.ipam.push(ipam);
+  } else if ((STATE_DIRS.cniCaches as readonly string[]).includes(dir)) {
+    state.cniCache.push(...files.map((f) => parseCacheEntry(f.path, f.name, f.content, f.mtime)));
+  } else if (dir === STATE_DIRS.checkpoints['cri-dockerd'] || dir === STATE_DIRS.checkpoints.dockershim) {
+    const kind = dir === STATE_DIRS.checkpoints.dockershim ? 'dockershim' : 'cri-dockerd';
+    state.checkpoints.push(...files.map((f) => parseCheckpoint(kind, f.path, f.name, f.content, f.mtime)));
+  }
+}
+
+function parseVethLine(line: string): { name: string; master: string | null } | null {
+  const m = /^\d+:\s+([^:@\s]+)(?:@[^:]+)?:.*?(?:\smaster\s+(\S+))?\s/.exec(line);
+  return m ? { name: m[1]!, master: m[2] ?? null } : null;
+}

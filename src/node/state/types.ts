@@ -1,0 +1,117 @@
+// The node's state as one round trip brings it back. Pure data: detectors and planners work on this.
+export type RuntimeFlavor = 'cri-dockerd' | 'dockershim' | 'containerd' | 'unknown';
+export type NetworkMode = 'kubenet' | 'cni' | 'calico' | 'unknown';
+
+export interface ServiceState {
+  unit: string;
+  loaded: boolean;
+  active: boolean;
+  mainPid: number;
+  execStart: string;
+}
+
+export interface StateFile {
+  path: string;
+  name: string;
+  size: number;
+  /** Seconds since the epoch, on the node's clock. */
+  mtime: number;
+  /** Absent when the file was too large to read or unreadable. */
+  content?: string;
+}
+
+/** One host-local reservation: /var/lib/cni/networks/<network>/<ip>. */
+export interface IpReservation {
+  network: string;
+  ip: string;
+  path: string;
+  /** First line of the file: the container ID (both formats). */
+  containerId: string;
+  /** Second line since plugins v0.8.0; null for the old ID-only format. */
+  ifName: string | null;
+  mtime: number;
+}
+
+export interface IpamDirectory {
+  network: string;
+  path: string;
+  reservations: IpReservation[];
+  lastReserved: Record<string, string>;
+}
+
+/** A libcni result cache entry: cniCacheV1 (carries the config) or the older result-only form. */
+export interface CniCacheEntry {
+  path: string;
+  format: 'cniCacheV1' | 'legacy' | 'unreadable';
+  networkName: string;
+  containerId: string;
+  ifName: string;
+  netns?: string;
+  /** The network config (conf or conflist JSON) the ADD ran with; cniCacheV1 only. */
+  config?: string;
+  cniArgs?: Array<[string, string]>;
+  capabilityArgs?: Record<string, unknown>;
+  result?: unknown;
+  /** IPs the cached result holds, without prefix length. */
+  ips: string[];
+  mtime: number;
+}
+
+export interface SandboxCheckpoint {
+  path: string;
+  kind: 'cri-dockerd' | 'dockershim';
+  sandboxId: string;
+  podName?: string;
+  namespace?: string;
+  hostNetwork: boolean;
+  mtime: number;
+}
+
+export interface Sandbox {
+  id: string;
+  ready: boolean;
+  podUid: string;
+  namespace: string;
+  name: string;
+  /** The sandbox process, for its netns; 0 when not running. */
+  pid: number;
+  createdAt: string;
+}
+
+export interface RuntimeContainer {
+  id: string;
+  sandboxId: string;
+  state: 'running' | 'created' | 'exited' | 'unknown';
+  podUid: string;
+  namespace: string;
+  podName: string;
+  name: string;
+}
+
+export interface NodeState {
+  hostname: string;
+  /** The node's clock when the state was taken, seconds since the epoch. */
+  now: number;
+  uid: number;
+  os: { id: string; versionId: string; prettyName: string };
+  tools: Set<string>;
+  packageManager: 'apt' | 'dnf' | 'yum' | null;
+  /** Installed package versions by name. */
+  packages: Record<string, string>;
+  services: Record<string, ServiceState>;
+  /** Command lines of running daemons (kubelet, cri-dockerd, containerd, dockerd), by process name. */
+  processes: Record<string, string>;
+  diskFreeBytes: Record<string, number>;
+  cniBinDirs: string[];
+  cniConfFiles: StateFile[];
+  ipam: IpamDirectory[];
+  cniCache: CniCacheEntry[];
+  checkpoints: SandboxCheckpoint[];
+  /** Whether the runtime answered; when false, sandboxes and containers are unknown rather than absent. */
+  runtimeReachable: boolean;
+  sandboxes: Sandbox[];
+  containers: RuntimeContainer[];
+  netns: string[];
+  veths: Array<{ name: string; master: string | null }>;
+  backups: string[];
+}

@@ -1,0 +1,40 @@
+import { RunbookError } from '../../runbook/errors.js';
+import { runProcess } from './process.js';
+import type { ExecOptions, ExecResult, Transport } from './types.js';
+
+export interface DockerExecOptions {
+  container: string;
+  /** DOCKER_HOST for the daemon that runs the node containers (kind's, or the test bed's own). */
+  dockerHost?: string;
+}
+
+/** Node access for nodes that are containers (kind): docker exec as root, no shell on this side. */
+export class DockerExecTransport implements Transport {
+  readonly target: string;
+  private constructor(private readonly options: DockerExecOptions) {
+    this.target = `docker exec ${options.container}`;
+  }
+
+  static async connect(options: DockerExecOptions): Promise<DockerExecTransport> {
+    const transport = new DockerExecTransport(options);
+    const probe = await runProcess(transport.argv(['true']), { timeoutMs: 15_000, env: transport.env() });
+    if (probe.code !== 0) {
+      throw new RunbookError('unreachable', `${transport.target}: ${probe.stderr.trim() || 'the container does not answer'}`);
+    }
+    return transport;
+  }
+
+  exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return runProcess(this.argv(['sh', '-c', 'eval "$(cat)"']), { ...options, stdin: script, env: this.env() });
+  }
+
+  async close(): Promise<void> {}
+
+  private argv(command: string[]): string[] {
+    return ['docker', 'exec', '-i', '-u', '0', this.options.container, ...command];
+  }
+
+  private env(): NodeJS.ProcessEnv {
+    return this.options.dockerHost ? { ...process.env, DOCKER_HOST: this.options.dockerHost } : process.env;
+  }
+}

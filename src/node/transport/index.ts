@@ -1,0 +1,27 @@
+import { RunbookError } from '../../runbook/errors.js';
+import { DockerExecTransport } from './docker-exec.js';
+import { LocalTransport } from './local.js';
+import { SshTransport, type SshOptions } from './ssh.js';
+import type { Transport } from './types.js';
+
+export type TransportSpec =
+  | ({ kind: 'ssh' } & SshOptions)
+  | { kind: 'docker-exec'; container: string; dockerHost?: string }
+  | { kind: 'local' };
+
+export async function openTransport(spec: TransportSpec): Promise<Transport> {
+  switch (spec.kind) {
+    case 'ssh':
+      return SshTransport.connect(spec);
+    case 'docker-exec':
+      return DockerExecTransport.connect(spec);
+    case 'local':
+      return new LocalTransport();
+    default:
+      throw new RunbookError('usage', `unknown transport ${(spec as { kind: string }).kind}`);
+  }
+}
+
+export type { Transport, ExecResult, ExecOptions } from './types.js';
+export { run, CommandError } from './types.js';
+export { quote, command } from './quote.js';

@@ -1,0 +1,129 @@
+import { readFile } from 'node:fs/promises';
+import { RunbookError } from '../../runbook/errors.js';
+import { knownKeysFor, hostPattern } from './known-hosts.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, REMOTE_SHELL, type ExecOptions, type ExecResult, type Transport } from './types.js';
+
+export interface SshOptions {
+  host: string;
+  port?: number;
+  user: string;
+  privateKeyPath: string;
+  knownHostsPath: string;
+  /** An optional jump host, reached first with the same key and known_hosts. */
+  bastion?: { host: string; port?: number; user?: string };
+  connectTimeoutMs?: number;
+  keepaliveIntervalMs?: number;
+}
+
+type Ssh2 = typeof import('ssh2');
+type Client = import('ssh2').Client;
+
+/** SSH with ssh2: the host key must already be in known_hosts, keepalive on, a timeout on every command. */
+export class SshTransport implements Transport {
+  readonly target: string;
+  private constructor(private readonly client: Client, private readonly options: SshOptions, private readonly hops: Client[]) {
+    this.target = `ssh ${options.user}@${options.host}:${options.port ?? 22}`;
+  }
+
+  static async connect(options: SshOptions): Promise<SshTransport> {
+    const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
+    const [privateKey, knownHosts] = await Promise.all([
+      readFile(options.privateKeyPath).catch((cause) => {
+        throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
+      }),
+      readFile(options.knownHostsPath, 'utf8').catch((cause) => {
+        throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
+      }),
+    ]);
+    const hops: Client[] = [];
+    let sock: NodeJS.ReadableStream | undefined;
+    if (options.bastion) {
+      const bastion = { host: options.bastion.host, port: options.bastion.port ?? 22 };
+      const jump = await openClient(ssh2, { ...options, ...bastion, user: options.bastion.user ?? options.user }, privateKey, knownHosts);
+      hops.push(jump);
+      sock = await new Promise((resolve, reject) =>
+        jump.forwardOut('127.0.0.1', 0, options.host, options.port ?? 22, (err, stream) => (err ? reject(err) : resolve(stream))),
+      );
+    }
+    const client = await openClient(ssh2, options, privateKey, knownHosts, sock);
+    return new SshTransport(client, options, hops);
+  }
+
+  exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    // Non-root users run through sudo -n: it never prompts, so a missing sudo rule fails at once.
+    const wrapped = this.options.user === 'root' ? REMOTE_SHELL : `sudo -n ${REMOTE_SHELL}`;
+    return new Promise((resolve, reject) => {
+      this.client.exec(wrapped, (err, stream) => {
+        if (err) return reject(new RunbookError('unreachable', `${this.target}: cannot start a command`, { cause: err }));
+        const out: Buffer[] = [];
+        const errOut: Buffer[] = [];
+        let code = -1;
+        const timer = setTimeout(() => {
+          stream.signal('KILL');
+          stream.close();
+          reject(new RunbookError('unreachable', `${this.target}: command timed out after ${timeoutMs} ms`));
+        }, timeoutMs);
+        stream.on('data', (d: Buffer) => out.push(d));
+        stream.stderr.on('data', (d: Buffer) => errOut.push(d));
+        stream.on('exit', (c: number | null) => (code = c ?? -1));
+        stream.on('close', () => {
+          clearTimeout(timer);
+          resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(errOut).toString('utf8') });
+        });
+        stream.end(script);
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.client.end();
+    for (const hop of this.hops) hop.end();
+  }
+}
+
+function openClient(
+  ssh2: Ssh2,
+  options: SshOptions,
+  privateKey: Buffer,
+  knownHosts: string,
+  sock?: NodeJS.ReadableStream,
+): Promise<Client> {
+  const port = options.port ?? 22;
+  const known = knownKeysFor(knownHosts, options.host, port);
+  const where = `${options.user}@${hostPattern(options.host, port)}`;
+  return new Promise((resolve, reject) => {
+    const client = new ssh2.Client();
+    let hostKeyProblem: RunbookError | undefined;
+    client.on('ready', () => resolve(client));
+    client.on('error', (err: Error & { level?: string; code?: string }) => {
+      if (hostKeyProblem) return reject(hostKeyProblem);
+      if (err.level === 'client-authentication') {
+        return reject(new RunbookError('authentication', `${where}: the server refused the key ${options.privateKeyPath}`, { cause: err }));
+      }
+      reject(new RunbookError('unreachable', `${where}: cannot connect (${err.code ?? err.message})`, { cause: err }));
+    });
+    client.connect({
+      host: options.host,
+      port,
+      username: options.user,
+      privateKey,
+      sock: sock as never,
+      readyTimeout: options.connectTimeoutMs ?? 15_000,
+      keepaliveInterval: options.keepaliveIntervalMs ?? 5_000,
+      keepaliveCountMax: 3,
+      // Never accepted blindly: the key must be listed for this host, and must match.
+      hostVerifier: (key: Buffer) => {
+        if (known.length === 0) {
+          hostKeyProblem = new RunbookError('hostKey', `${hostPattern(options.host, port)} is not in ${options.knownHostsPath}; add its host key first`);
+          return false;
+        }
+        if (!known.some((k) => k.key.equals(key))) {
+          hostKeyProblem = new RunbookError('hostKey', `the host key of ${hostPattern(options.host, port)} does not match ${options.knownHostsPath} (possible man-in-the-middle)`);
+          return false;
+        }
+        return true;
+      },
+    });
+  });
+}

@@ -1,0 +1,75 @@
+import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../cluster/drain/filters.js';
+import { usageError } from './errors.js';
+
+// The runbook's inputs, validated once, before anything is observed or changed.
+export interface RunOptions {
+  node: string;
+  /** Package name to the exact version to install. */
+  targets: Record<string, string>;
+  dryRun: boolean;
+  drain: DrainOptions;
+  leaseNamespace: string;
+  leaseDurationSeconds: number;
+  /** Refuse to start when the node's /var has less free space than this. */
+  minFreeBytes: number;
+  /** How long start-kubelet waits for the PodCIDR, Ready and the runtime's network. */
+  readyTimeoutSeconds: number;
+  /** How long a node-side command may run (package installs take the longest). */
+  commandTimeoutSeconds: number;
+}
+
+export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
+  dryRun: false,
+  drain: DEFAULT_DRAIN_OPTIONS,
+  leaseNamespace: 'kube-system',
+  leaseDurationSeconds: 15,
+  minFreeBytes: 256 * 1024 * 1024,
+  readyTimeoutSeconds: 300,
+  commandTimeoutSeconds: 600,
+};
+
+const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
+const PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]{0,127}$/;
+// Debian (epoch:upstream-revision) and RPM (version-release) versions; both start with a digit after any epoch.
+const PACKAGE_VERSION = /^([0-9]+:)?[0-9][A-Za-z0-9.+~_^-]{0,127}$/;
+
+export function validateNodeName(node: string): string {
+  if (!NODE_NAME.test(node)) throw usageError(`invalid node name ${JSON.stringify(node)}: expected a DNS subdomain (lowercase letters, digits, '-', '.')`);
+  return node;
+}
+
+/** "containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6" to {containerd: ..., docker.io: ...}. */
+export function parseTargets(spec: string): Record<string, string> {
+  if (!spec) throw usageError('--to is required: PACKAGE=VERSION[,PACKAGE=VERSION]');
+  const targets: Record<string, string> = {};
+  for (const part of spec.split(',')) {
+    const eq = part.indexOf('=');
+    const name = eq > 0 ? part.slice(0, eq).trim() : '';
+    const version = eq > 0 ? part.slice(eq + 1).trim() : '';
+    if (!PACKAGE_NAME.test(name)) throw usageError(`invalid package name ${JSON.stringify(name || part)} in --to (expected PACKAGE=VERSION)`);
+    if (!PACKAGE_VERSION.test(version)) throw usageError(`malformed version ${JSON.stringify(version)} for ${name}: expected a Debian or RPM version such as 1.6.20~ds1-1+deb12u3`);
+    if (targets[name]) throw usageError(`${name} appears twice in --to`);
+    targets[name] = version;
+  }
+  return targets;
+}
+
+export function validateRunOptions(options: RunOptions): RunOptions {
+  validateNodeName(options.node);
+  if (Object.keys(options.targets).length === 0) throw usageError('no target versions given');
+  for (const [name, version] of Object.entries(options.targets)) parseTargets(`${name}=${version}`);
+  if (!NODE_NAME.test(options.leaseNamespace)) throw usageError(`invalid lease namespace ${JSON.stringify(options.leaseNamespace)}`);
+  const positive: Array<[string, number]> = [
+    ['--timeout', options.drain.timeoutSeconds],
+    ['lease duration', options.leaseDurationSeconds],
+    ['ready timeout', options.readyTimeoutSeconds],
+    ['command timeout', options.commandTimeoutSeconds],
+  ];
+  for (const [what, value] of positive) {
+    if (!Number.isFinite(value) || value <= 0) throw usageError(`${what} must be a positive number of seconds (got ${value})`);
+  }
+  if (!Number.isInteger(options.drain.gracePeriodSeconds) || options.drain.gracePeriodSeconds < -1) {
+    throw usageError(`--grace-period must be -1 (the pod's own) or a whole number of seconds (got ${options.drain.gracePeriodSeconds})`);
+  }
+  return options;
+}

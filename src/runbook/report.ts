@@ -1,0 +1,73 @@
+import type { AuditSummary } from '../leaks/types.js';
+import type { ExitCodeName } from './errors.js';
+import type { StepName, StepStatus } from './journal.js';
+
+// The run's outcome, for people (renderReport) and machines (--output json, the Pulumi provider's outputs).
+export type RunResult = 'upgraded' | 'nothing-to-do' | 'planned' | 'rolled-back' | 'rollback-failed' | 'failed' | 'leaks-found';
+
+export interface StepReport {
+  name: StepName;
+  title: string;
+  status: StepStatus | 'not-run';
+  summary: string;
+  actions: string[];
+  detail?: Record<string, unknown>;
+  durationMs: number;
+  error?: string;
+}
+
+export interface RunReport {
+  node: string;
+  runId: string;
+  dryRun: boolean;
+  resumed: boolean;
+  result: RunResult;
+  exitCode: number;
+  startedAt: string;
+  durationMs: number;
+  versions: { before: Record<string, string>; target: Record<string, string>; after: Record<string, string> };
+  steps: StepReport[];
+  rollback: Array<{ step: StepName; status: 'done' | 'failed'; summary: string }>;
+  backups: string[];
+  audit?: AuditSummary;
+  error?: { code: ExitCodeName | 'internal'; message: string };
+}
+
+const MARK: Record<StepReport['status'], string> = {
+  done: 'done',
+  'nothing-to-do': 'nothing to do',
+  failed: 'FAILED',
+  'rolled-back': 'rolled back',
+  planned: 'planned',
+  'not-run': 'not run',
+};
+
+export function renderReport(report: RunReport): string {
+  const lines: string[] = [];
+  const title = report.dryRun ? 'Dry run (nothing changed)' : 'Run';
+  lines.push(`${title} on node ${report.node}: ${report.result} (exit ${report.exitCode}) in ${(report.durationMs / 1000).toFixed(1)}s, run ${report.runId}${report.resumed ? ', resumed' : ''}`);
+  const versions = Object.keys(report.versions.target).map((p) => {
+    const before = report.versions.before[p] ?? 'not installed';
+    const after = report.versions.after[p] ?? before;
+    return `  ${p}: ${before} -> ${report.dryRun ? report.versions.target[p] : after}${report.dryRun ? ' (planned)' : ''}`;
+  });
+  lines.push('Packages:', ...versions);
+  lines.push('Steps:');
+  for (const s of report.steps) {
+    lines.push(`  ${s.name.padEnd(20)} ${MARK[s.status].padEnd(14)} ${(s.durationMs / 1000).toFixed(1).padStart(6)}s  ${s.summary}`);
+    for (const a of s.status === 'planned' ? s.actions : []) lines.push(`      - ${a}`);
+    if (s.error) lines.push(`      error: ${s.error}`);
+  }
+  if (report.rollback.length > 0) {
+    lines.push('Rollback:');
+    for (const r of report.rollback) lines.push(`  ${r.step.padEnd(20)} ${r.status.padEnd(14)} ${r.summary}`);
+  }
+  if (report.backups.length > 0) lines.push(`Backups on the node: ${report.backups.join(', ')}`);
+  if (report.audit) {
+    const a = report.audit;
+    lines.push(`Leak audit: ${a.findings === 0 ? 'clean' : `${a.findings} finding(s)`} (${a.reservations} IP reservations, ${a.cacheEntries} cache entries, ${a.checkpoints} checkpoints, ${a.sandboxes} sandboxes)`);
+    for (const f of a.top) lines.push(`  - ${f}`);
+  }
+  if (report.error) lines.push(`Error (${report.error.code}): ${report.error.message}`);
+  return lines.join('\n');
+}

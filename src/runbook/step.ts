@@ -1,0 +1,49 @@
+import type { Cluster } from '../cluster/api.js';
+import type { NetworkInfo } from '../node/cni/network-mode.js';
+import type { NodeState } from '../node/state/types.js';
+import type { Transport } from '../node/transport/types.js';
+import type { Journal, StepName } from './journal.js';
+import type { RunOptions } from './options.js';
+
+// The step contract: plan observes and decides (it never changes anything; the dry run is plan alone), apply acts on
+// the plan, verify checks the outcome, rollback returns what apply changed to the journal's prior state.
+export interface StepPlan {
+  /** One line per change; empty means the step has nothing to do. */
+  actions: string[];
+  summary: string;
+  /** What the dry run and the JSON report show: pods, sandboxes, files, packages. */
+  detail?: Record<string, unknown>;
+}
+
+export interface Step<P extends StepPlan = StepPlan> {
+  name: StepName;
+  title: string;
+  plan(ctx: RunContext): Promise<P>;
+  apply(ctx: RunContext, plan: P): Promise<string | void>;
+  verify(ctx: RunContext, plan: P): Promise<void>;
+  rollback?(ctx: RunContext): Promise<string | void>;
+}
+
+export interface RunContext {
+  readonly options: RunOptions;
+  readonly runId: string;
+  readonly cluster: Cluster;
+  readonly transport: Transport;
+  readonly journal: Journal;
+  /** True when continuing a run a previous process left unfinished. */
+  readonly resuming: boolean;
+  /** The plans of the steps before this one, in this run: a dry run reads them to plan as the real run would. */
+  readonly planned: Partial<Record<StepName, StepPlan>>;
+  /** The node's state: one round trip, cached until a step changes the node (fresh: true reads again). */
+  nodeState(options?: { fresh?: boolean }): Promise<NodeState>;
+  /** Runtime flavor and network, fixed at preflight. */
+  network(): Promise<NetworkInfo>;
+  /** A line of progress under the current step. */
+  progress(message: string): void;
+  saveJournal(): Promise<void>;
+}
+
+/** Whether an earlier step of this run changes (or, in a dry run, would change) something. */
+export function earlierStepActs(ctx: RunContext, step: StepName): boolean {
+  return (ctx.planned[step]?.actions.length ?? 0) > 0;
+}

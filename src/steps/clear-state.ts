@@ -1,0 +1,82 @@
+import { STATE_DIRS } from '../node/state/gather.js';
+import type { NodeState } from '../node/state/types.js';
+import { command, quote, run } from '../node/transport/index.js';
+import { RunbookError } from '../runbook/errors.js';
+import type { Step, StepPlan } from '../runbook/step.js';
+
+export interface ClearPlan extends StepPlan {
+  files: string[];
+  backup: string;
+}
+
+const CLEARED_DIRS = () => [
+  STATE_DIRS.checkpoints['cri-dockerd'],
+  STATE_DIRS.checkpoints.dockershim,
+  ...STATE_DIRS.cniCaches,
+];
+
+/** What would leak if left: checkpoints, host-local reservations (not the lock), CNI cache entries. */
+export function filesToClear(state: NodeState): string[] {
+  return [
+    ...state.checkpoints.map((c) => c.path),
+    ...state.ipam.flatMap((d) => [...d.reservations.map((r) => r.path), ...Object.keys(d.lastReserved).map((n) => `${d.path}/${n}`)]),
+    ...state.cniCache.map((e) => e.path),
+  ];
+}
+
+function perDirectory(files: string[]): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const f of files) {
+    const dir = f.slice(0, f.lastIndexOf('/'));
+    counts.set(dir, (counts.get(dir) ?? 0) + 1);
+  }
+  return [...counts];
+}
+
+/**
+ * Clears runtime checkpoints, the CNI IPAM directories and the CNI caches, backed up on the node first (a tarball
+ * under /var/lib/node-maint/backups/<run>). Refused while any sandbox exists: their state is still in use.
+ */
+export const clearState: Step<ClearPlan> = {
+  name: 'clear-state',
+  title: 'Clear leftover state',
+  async plan(ctx) {
+    const state = await ctx.nodeState({ fresh: true });
+    const files = filesToClear(state);
+    // One tarball per attempt: a resumed run must not overwrite what the first attempt saved.
+    const backup = `${STATE_DIRS.backups}/${ctx.runId}/state-${Date.now()}.tgz`;
+    return {
+      files,
+      backup,
+      actions: files.length > 0 ? [`back up to ${backup}`, ...perDirectory(files).map(([dir, n]) => `remove ${n} file(s) from ${dir}`)] : [],
+      summary: files.length > 0 ? `${files.length} file(s) to back up and clear` : 'nothing left to clear',
+      detail: { files, backup },
+    };
+  },
+  async apply(ctx, plan) {
+    const state = await ctx.nodeState({ fresh: true });
+    if (!state.runtimeReachable || state.sandboxes.length > 0) {
+      throw new RunbookError('preflight', `refusing to clear state: ${state.runtimeReachable ? `${state.sandboxes.length} sandbox(es) still exist` : 'the runtime does not answer, so running sandboxes cannot be ruled out'}`);
+    }
+    const ipamDirs = state.ipam.map((d) => d.path);
+    const dirs = [...CLEARED_DIRS(), ...ipamDirs].map((p) => quote(p)).join(' ');
+    const script = [
+      'set -e',
+      `backup=${command(plan.backup)}`,
+      'mkdir -p "$(dirname "$backup")"',
+      // Backed up whole, then emptied of files: host-local's lock file stays, as the plugin expects it.
+      `existing=""; for d in ${dirs}; do [ -d "$d" ] && existing="$existing \${d#/}"; done`,
+      '[ -n "$existing" ] && tar -C / -czf "$backup" $existing',
+      `for d in ${dirs}; do [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -type f ! -name lock -delete; done`,
+      'echo "$backup"',
+    ].join('\n');
+    await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
+    if (!ctx.journal.backups.includes(plan.backup)) ctx.journal.backups.push(plan.backup);
+    await ctx.saveJournal();
+    return `${plan.files.length} file(s) cleared, backup ${plan.backup}`;
+  },
+  async verify(ctx) {
+    const left = filesToClear(await ctx.nodeState({ fresh: true }));
+    if (left.length > 0) throw new Error(`${left.length} file(s) left: ${left.slice(0, 5).join(', ')}`);
+  },
+};

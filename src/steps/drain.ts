@@ -1,0 +1,66 @@
+import type { Cluster } from '../cluster/api.js';
+import { evictPod, evictionVersion, waitForPodsGone } from '../cluster/drain/evict.js';
+import { classifyPods, refusalMessage, type PodVerdict } from '../cluster/drain/filters.js';
+import { listPodsOnNode, podKey } from '../cluster/pods.js';
+import type { List, Pod } from '../cluster/types.js';
+import { RunbookError } from '../runbook/errors.js';
+import type { Step, StepPlan } from '../runbook/step.js';
+
+export async function daemonSetKeys(cluster: Cluster): Promise<Set<string>> {
+  const list = await cluster.get<List<{ metadata: { name: string; namespace: string } }>>('/apis/apps/v1/daemonsets');
+  return new Set(list.items.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
+}
+
+export interface DrainPlan extends StepPlan {
+  evict: Pod[];
+  /** Already terminating: not evicted again, but waited for. */
+  waitFor: Pod[];
+}
+
+const planDrain = (verdicts: PodVerdict[]) => ({
+  evict: verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod),
+  waitFor: verdicts.filter((v) => v.verdict.action === 'wait').map((v) => v.pod),
+  skipped: verdicts.filter((v) => v.verdict.action === 'skip').map((v) => `${podKey(v.pod)} (${(v.verdict as { reason: string }).reason})`),
+});
+
+/** kubectl drain, with the plan (classification) apart from the apply (evictions and waits). */
+export const drain: Step<DrainPlan> = {
+  name: 'drain',
+  title: 'Drain',
+  async plan(ctx) {
+    const pods = await listPodsOnNode(ctx.cluster, ctx.options.node);
+    const verdicts = classifyPods(pods, ctx.options.drain, await daemonSetKeys(ctx.cluster));
+    const refused = refusalMessage(verdicts);
+    if (refused) throw new RunbookError('preflight', refused);
+    const { evict, waitFor, skipped } = planDrain(verdicts);
+    return {
+      evict,
+      waitFor,
+      actions: [...evict.map((p) => `evict ${podKey(p)}`), ...waitFor.map((p) => `wait for ${podKey(p)} (terminating)`)],
+      summary: `${evict.length} pod(s) to evict, ${waitFor.length} terminating, ${skipped.length} left in place`,
+      detail: { evict: evict.map(podKey), waitFor: waitFor.map(podKey), leftInPlace: skipped },
+    };
+  },
+  async apply(ctx, plan) {
+    const deadline = Date.now() + ctx.options.drain.timeoutSeconds * 1000;
+    const version = await evictionVersion(ctx.cluster);
+    const progress = {
+      onRetry: (pod: Pod, reason: string, attempt: number) =>
+        attempt === 1 || attempt % 5 === 0 ? ctx.progress(`eviction of ${podKey(pod)} refused (${reason}); retrying`) : undefined,
+      onGone: (pod: Pod, ms: number) => ctx.progress(`${podKey(pod)} gone after ${(ms / 1000).toFixed(1)}s`),
+    };
+    const results = await Promise.allSettled(
+      plan.evict.map((pod) => evictPod(ctx.cluster, pod, { gracePeriodSeconds: ctx.options.drain.gracePeriodSeconds, deadline, version, progress })),
+    );
+    const failures = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
+    if (failures.length > 0) throw new Error(failures.join('; '));
+    await waitForPodsGone(ctx.cluster, ctx.options.node, [...plan.evict, ...plan.waitFor], { deadline, progress });
+    return `evicted ${plan.evict.length} pod(s) (${version})`;
+  },
+  async verify(ctx) {
+    const again = await this.plan(ctx);
+    if (again.evict.length > 0 || again.waitFor.length > 0) {
+      throw new Error(`pods still on the node after the drain: ${[...again.evict, ...again.waitFor].map(podKey).join(', ')}`);
+    }
+  },
+};

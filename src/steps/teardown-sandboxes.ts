@@ -1,0 +1,97 @@
+import { getNode, podCidr } from '../cluster/nodes.js';
+import { parseReplayOutput, planReplay, replayScript, type DelReplay } from '../node/cni/replay.js';
+import { failedRemovals, removeSandboxesScript } from '../node/runtime/sandboxes.js';
+import type { NodeState, Sandbox } from '../node/state/types.js';
+import { quote, run } from '../node/transport/index.js';
+import type { Step, StepPlan } from '../runbook/step.js';
+
+export interface TeardownPlan extends StepPlan {
+  replays: DelReplay[];
+  unreplayable: Array<{ entryPath: string; reason: string }>;
+  sandboxes: Sandbox[];
+}
+
+/** The network configs on the node by name, for result-only cache entries of a CNI (not kubenet) network. */
+function configsByNetwork(state: NodeState): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const f of state.cniConfFiles) {
+    try {
+      const name = (JSON.parse(f.content ?? '') as { name?: string }).name;
+      if (name && f.content) map.set(name, f.content);
+    } catch {
+      // not a network config
+    }
+  }
+  return map;
+}
+
+export function planTeardown(state: NodeState, cidr: string | undefined): Omit<TeardownPlan, 'actions' | 'summary'> {
+  const pidBySandbox = new Map(state.sandboxes.map((s) => [s.id, s.pid]));
+  const fallback = { podCidr: cidr, configsByNetwork: configsByNetwork(state) };
+  const replays: DelReplay[] = [];
+  const unreplayable: TeardownPlan['unreplayable'] = [];
+  for (const entry of state.cniCache) {
+    const pid = pidBySandbox.get(entry.containerId) ?? 0;
+    const netns = pid > 0 ? `/proc/${pid}/ns/net` : (entry.netns ?? '');
+    const planned = planReplay(entry, netns, fallback);
+    if ('calls' in planned) replays.push(planned);
+    else unreplayable.push(planned);
+  }
+  return { replays, unreplayable, sandboxes: state.sandboxes };
+}
+
+/**
+ * The network of every sandbox torn down while the runtime still knows it: DEL replayed from libcni's cache (the
+ * config the ADD used), then the sandboxes removed, and a sandbox's checkpoint removed only once its DEL succeeded.
+ */
+export const teardownSandboxes: Step<TeardownPlan> = {
+  name: 'teardown-sandboxes',
+  title: 'Tear down sandbox networks',
+  async plan(ctx) {
+    const state = await ctx.nodeState({ fresh: true });
+    const node = await getNode(ctx.cluster, ctx.options.node);
+    const plan = planTeardown(state, podCidr(node));
+    const actions = [
+      ...plan.replays.map((r) => `CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (${r.ips.join(', ')})` : ''}${r.source === 'rebuilt' ? ' [config rebuilt]' : ''}`),
+      ...plan.sandboxes.map((s) => `remove sandbox ${s.id.slice(0, 12)} (${s.namespace}/${s.name})`),
+    ];
+    return {
+      ...plan,
+      actions,
+      summary: `${plan.replays.length} attachment(s) to tear down, ${plan.sandboxes.length} sandbox(es) to remove${plan.unreplayable.length ? `, ${plan.unreplayable.length} cache entr(ies) that cannot be replayed` : ''}`,
+      detail: {
+        sandboxes: plan.sandboxes.map((s) => ({ id: s.id, pod: `${s.namespace}/${s.name}`, ready: s.ready })),
+        deletes: plan.replays.map((r) => ({ entry: r.entryPath, containerId: r.containerId, ips: r.ips, source: r.source })),
+        unreplayable: plan.unreplayable,
+      },
+    };
+  },
+  async apply(ctx, plan) {
+    const net = await ctx.network();
+    const flavor = ctx.journal.prior?.flavor ?? 'unknown';
+    const results = parseReplayOutput(await run(ctx.transport, replayScript(plan.replays, net.binDir), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
+    const failedIds = new Set(plan.replays.filter((r) => !results.ok.has(r.entryPath)).map((r) => r.containerId));
+    ctx.progress(`CNI DEL: ${results.ok.size} ok, ${results.failed.size} failed`);
+    const state = await ctx.nodeState({ fresh: true });
+    const removal = await run(ctx.transport, removeSandboxesScript(flavor, state.sandboxes, state.containers), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
+    const notRemoved = failedRemovals(removal);
+    // A checkpoint is the runtime's memory of a sandbox: dropped only when the sandbox's network is known to be gone.
+    const checkpoints = state.checkpoints.filter((c) => !failedIds.has(c.sandboxId) && !notRemoved.includes(c.sandboxId)).map((c) => c.path);
+    if (checkpoints.length > 0) await run(ctx.transport, `rm -f ${checkpoints.map((p) => quote(p)).join(' ')}`);
+    const problems = [
+      ...[...results.failed].map(([path, msg]) => `DEL failed for ${path}: ${msg}`),
+      ...notRemoved.map((id) => `sandbox ${id.slice(0, 12)} could not be removed`),
+      ...plan.unreplayable.map((u) => `${u.entryPath}: ${u.reason}`),
+    ];
+    if (problems.length > 0) throw new Error(problems.join('; '));
+    return `${results.ok.size} attachment(s) torn down, ${state.sandboxes.length} sandbox(es) removed, ${checkpoints.length} checkpoint(s) removed`;
+  },
+  async verify(ctx, plan) {
+    const state = await ctx.nodeState({ fresh: true });
+    const left = state.cniCache.filter((e) => plan.replays.some((r) => r.entryPath === e.path));
+    if (state.sandboxes.length > 0 || left.length > 0) {
+      throw new Error(`${state.sandboxes.length} sandbox(es) and ${left.length} cache entr(ies) remain after the teardown`);
+    }
+  },
+};
+
