@@ -85,12 +85,17 @@ start_fleet_host() { # INDEX
   install -m 0644 "$SSH_KEY.pub" "$etc/authorized_keys"
   write_fleet_units "$etc/units"
   echo "runtime-endpoint: unix:///run/containerd/containerd.sock" > "$etc/crictl.yaml"
+  # A container made from other binaries or mounts than this up would use is replaced, not reused.
+  local cfg; cfg=$(printf '%s\n' "$FLEET_IMAGE" "$TB_ROOT" "$K8S_BIN" "$CRICTL_BIN" "$LOCAL_APT_REPO" "$(declare -f start_fleet_host)" | sha256sum | cut -c1-12)
+  if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
+    $BED_DOCKER rm -f "$c" >/dev/null 2>&1 || true
+  fi
   if ! $BED_DOCKER inspect "$c" >/dev/null 2>&1; then
     # All capabilities but CAP_SYS_RESOURCE, which this machine's own bounding set lacks (so --privileged fails).
     $BED_DOCKER run -d -q --name "$c" --hostname "$node" --cap-add ALL --cap-drop SYS_RESOURCE \
       --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
       --network none \
-      --label node-maint-testbed=fleet \
+      --label node-maint-testbed=fleet --label "node-maint-testbed/config=$cfg" \
       -v "$TB_ROOT:/opt/testbed:ro" -v "$TB_ROOT/node/systemctl:/usr/local/bin/systemctl:ro" \
       -v "$etc/units:$STANDIN_UNITS:ro" -v "$K8S_BIN/kubectl:/usr/local/bin/kubectl:ro" \
       -v "$CRICTL_BIN/crictl:/usr/local/bin/crictl:ro" -v "$etc/crictl.yaml:/etc/crictl.yaml:ro" -v "$etc:/etc/testbed:ro" \

@@ -1,0 +1,55 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bed, DRAIN_FLAGS, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode } from './bed.js';
+
+describe('upgrade-node on the real node', () => {
+  beforeAll(async () => {
+    await resetRealNode();
+  });
+
+  it('takes the node from Ready and schedulable back to Ready and schedulable on the new containerd, zero leaks', async () => {
+    const b = bed();
+    const podsBefore = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', `spec.nodeName=${b.realNode}`);
+    const movable = podsBefore.items.filter((p: any) => p.metadata.ownerReferences?.[0]?.kind === 'ReplicaSet');
+    expect(movable.length).toBeGreaterThan(0);
+
+    const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.result).toBe('upgraded');
+    expect(report.versions).toMatchObject({ before: { containerd: b.containerd.old }, after: { containerd: b.containerd.new } });
+    expect(report.audit.findings).toBe(0);
+    expect(report.backups[0]).toMatch(/^\/var\/lib\/node-maint\/backups\/.+\.tgz$/);
+
+    expect(await installedContainerd()).toBe(b.containerd.new);
+    const node = await kubectlJson('get', 'node', b.realNode);
+    expect(node.spec.unschedulable).toBeUndefined();
+    expect(node.status.conditions.find((c: any) => c.type === 'Ready').status).toBe('True');
+    expect(node.spec.podCIDR).toMatch(/\/25$/);
+    // The evicted pods were rescheduled: each ReplicaSet is back at its size, elsewhere.
+    for (const pod of movable) {
+      const rs = await kubectlJson('get', 'rs', '-n', 'demo', pod.metadata.ownerReferences[0].name);
+      expect(rs.status.readyReplicas).toBe(rs.spec.replicas);
+    }
+    // Every host-local reservation belongs to a live sandbox; nothing left from the old runtime.
+    const files = (await sh('ls /var/lib/cni/networks/kubenet')).split('\n').filter((f) => /^\d+\./.test(f));
+    const sandboxes = await sh('docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox');
+    for (const f of files) {
+      const owner = (await sh(`head -n1 /var/lib/cni/networks/kubenet/${f}`)).trim();
+      expect(sandboxes).toContain(owner);
+    }
+    // What clear-state removed is in the backup on the node.
+    const cleared: string[] = report.steps.find((s: any) => s.name === 'clear-state').detail.files;
+    const listed = await sh(`tar -tzf ${report.backups[0]}`);
+    for (const file of cleared) expect(listed).toContain(file.slice(1));
+  });
+
+  it('a second run plans nothing', async () => {
+    const b = bed();
+    const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.result).toBe('nothing-to-do');
+    for (const step of report.steps) expect(step.actions, step.name).toEqual([]);
+    expect(report.audit.findings).toBe(0);
+  });
+});

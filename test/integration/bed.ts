@@ -1,0 +1,129 @@
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { inject } from 'vitest';
+
+// Helpers over the local test cluster: its env, kubectl, the runbook CLI as a user runs it, and node fixtures.
+const exec = promisify(execFile);
+
+export interface Testbed {
+  kubeconfig: string;
+  sshKey: string;
+  knownHosts: string;
+  sshUser: string;
+  bedDockerHost: string;
+  kubectl: string;
+  pulumiDir: string;
+  containerd: { old: string; new: string };
+  realNode: string;
+  nodes: Array<{ name: string; sshPort: number; container: string | null }>;
+}
+
+export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;
+
+export async function kubectl(...args: string[]): Promise<string> {
+  const b = bed();
+  const { stdout } = await exec(b.kubectl, ['--kubeconfig', b.kubeconfig, ...args], { maxBuffer: 64 * 2 ** 20 });
+  return stdout;
+}
+
+export async function kubectlJson<T = any>(...args: string[]): Promise<T> {
+  return JSON.parse(await kubectl(...args, '-o', 'json')) as T;
+}
+
+export async function sh(script: string): Promise<string> {
+  const { stdout } = await exec('bash', ['-c', script], { maxBuffer: 64 * 2 ** 20 });
+  return stdout;
+}
+
+/** The flags that reach a bed node over SSH as the non-root user, with the bed's key and known_hosts. */
+export function sshFlags(node: string): string[] {
+  const b = bed();
+  const n = b.nodes.find((x) => x.name === node)!;
+  return ['--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(n.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts];
+}
+
+export const DRAIN_FLAGS = ['--ignore-daemonsets', '--delete-emptydir-data', '--force', '--grace-period', '5'];
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a runbook entry point as an operator would: zx, a child process, its exit code. */
+export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void) => void } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('node_modules/.bin/zx', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      options.onStderr?.(stderr, () => child.kill('SIGKILL'));
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
+  });
+}
+
+export const upgradeNode = (args: string[], options?: Parameters<typeof runCli>[2]) => runCli('runbooks/upgrade-node.mjs', args, options);
+
+export const installedContainerd = async () => (await sh("dpkg-query -W -f='${Version}' containerd")).trim();
+
+/**
+ * Puts the real node back where the upgrade tests start: containerd at the old version through apt, every unit
+ * running, schedulable, no Lease, the seeded workloads back and running on it.
+ */
+export async function resetRealNode(version = bed().containerd.old): Promise<void> {
+  const b = bed();
+  await sh(`
+    set -e
+    rm -f /etc/apt/apt.conf.d/99node-maint-test-fail
+    if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${version}' ]; then
+      systemctl stop kubelet cri-docker docker containerd
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${version}' >/dev/null
+    fi
+    systemctl start containerd docker cri-docker kubelet`);
+  await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${b.realNode}`, '--ignore-not-found');
+  await kubectl('uncordon', b.realNode);
+  await waitFor(async () => {
+    const node = await kubectlJson('get', 'node', b.realNode);
+    const ready = node.status.conditions.find((c: any) => c.type === 'Ready')?.status === 'True';
+    return ready && !(node.spec.taints ?? []).some((t: any) => t.effect === 'NoSchedule');
+  }, 180_000, 'the real node Ready and untainted');
+  await kubectl('apply', '-f', 'testbed/manifests/workloads.yaml');
+  // Evicted replicas went elsewhere; a restart brings the ones that prefer the real node back to it.
+  await kubectl('-n', 'demo', 'rollout', 'restart', 'deployment/api', 'deployment/cache');
+  await waitFor(async () => {
+    const pods = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', `spec.nodeName=${b.realNode}`);
+    const running = pods.items.filter((p: any) => p.status.phase === 'Running' && !p.metadata.deletionTimestamp);
+    return running.some((p: any) => p.metadata.ownerReferences?.[0]?.kind === 'ReplicaSet') && running.length === pods.items.length;
+  }, 180_000, 'seeded pods running on the real node');
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/** Everything a run could change on the real node and in the API, to compare before and after. */
+export async function realNodeFingerprint(): Promise<Record<string, string>> {
+  const b = bed();
+  const node = await kubectlJson('get', 'node', b.realNode);
+  const pods = await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${b.realNode}`);
+  const leases = await kubectl('-n', 'kube-system', 'get', 'leases', '-o', 'name');
+  return {
+    files: await sh('find /var/lib/cni /var/lib/cri-dockerd /var/lib/dockershim /etc/cni -type f 2>/dev/null | sort | xargs -r md5sum'),
+    packages: await sh("dpkg-query -W -f='${Package} ${Version}\\n' containerd docker.io runc"),
+    units: await sh('for u in kubelet containerd docker cri-docker; do systemctl show -p MainPID $u; done'),
+    containers: await sh("docker ps -a --no-trunc --format '{{.ID}} {{.State}}' | sort"),
+    unschedulable: String(node.spec.unschedulable ?? false),
+    pods: pods.items.map((p: any) => `${p.metadata.uid} ${p.metadata.deletionTimestamp ?? ''}`).sort().join('\n'),
+    leases: leases.split('\n').filter((l: string) => l.includes('node-maint')).join('\n'),
+    backups: await sh('ls -R /var/lib/node-maint 2>/dev/null || true'),
+  };
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { budgetBlocks } from '../../../src/cluster/drain/budgets.js';
+import { classifyPods, DEFAULT_DRAIN_OPTIONS, refusalMessage } from '../../../src/cluster/drain/filters.js';
+import { matchesSelector } from '../../../src/cluster/selector.js';
+import type { Pod, PodDisruptionBudget } from '../../../src/cluster/types.js';
+
+const pod = (name: string, extra: Partial<Pod['metadata']> = {}, spec: Partial<Pod['spec']> = {}, ready = true): Pod => ({
+  metadata: { name, namespace: 'ns', uid: name, labels: { app: name.split('-')[0]! }, ...extra },
+  spec: { ...spec },
+  status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+});
+const owned = (kind: string, name: string) => ({ ownerReferences: [{ kind, name, uid: 'u', controller: true, apiVersion: 'apps/v1' }] });
+const budget = (name: string, app: string, allowed: number, extra: Partial<PodDisruptionBudget['spec']> = {}): PodDisruptionBudget => ({
+  metadata: { name, namespace: 'ns' },
+  spec: { selector: { matchLabels: { app } }, ...extra },
+  status: { disruptionsAllowed: allowed, currentHealthy: 1, desiredHealthy: 1 },
+});
+
+describe('drain classification (kubectl drain semantics)', () => {
+  const pods = [
+    pod('web-1', owned('ReplicaSet', 'web')),
+    pod('agent-1', owned('DaemonSet', 'agent')),
+    pod('orphan-1', owned('DaemonSet', 'gone')),
+    pod('static-1', { annotations: { 'kubernetes.io/config.mirror': 'x' } }),
+    pod('cache-1', owned('ReplicaSet', 'cache'), { volumes: [{ name: 'v', emptyDir: {} }] }),
+    pod('bare-1'),
+    pod('dying-1', { ...owned('ReplicaSet', 'web'), deletionTimestamp: '2026-01-01T00:00:00Z' }),
+  ];
+  const daemonSets = new Set(['ns/agent']);
+
+  it('refuses DaemonSet, emptyDir and unmanaged pods without the flags, all at once', () => {
+    const message = refusalMessage(classifyPods(pods, DEFAULT_DRAIN_OPTIONS, daemonSets));
+    expect(message).toContain('cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): ns/agent-1');
+    expect(message).toContain('cannot delete Pods with local storage (use --delete-emptydir-data to override): ns/cache-1');
+    expect(message).toContain('cannot delete Pods that declare no controller (use --force to override): ns/bare-1');
+    expect(message).toContain('ns/orphan-1');
+  });
+
+  it('with the flags: evicts what must go, leaves DaemonSet and mirror pods, waits for terminating ones', () => {
+    const verdicts = classifyPods(pods, { ...DEFAULT_DRAIN_OPTIONS, ignoreDaemonSets: true, deleteEmptyDirData: true, force: true }, daemonSets);
+    const by = Object.fromEntries(verdicts.map((v) => [v.pod.metadata.name, v.verdict.action]));
+    expect(by).toEqual({ 'web-1': 'evict', 'agent-1': 'skip', 'orphan-1': 'evict', 'static-1': 'skip', 'cache-1': 'evict', 'bare-1': 'evict', 'dying-1': 'wait' });
+    expect(refusalMessage(verdicts)).toBeUndefined();
+  });
+});
+
+describe('PodDisruptionBudget feasibility before cordon', () => {
+  it('blocks a pod whose only budget allows no disruption, names the budget', () => {
+    expect(budgetBlocks([pod('ledger-1', owned('ReplicaSet', 'l'))], [budget('ledger', 'ledger', 0)])).toEqual([
+      { pod: 'ns/ledger-1', budgets: ['ns/ledger'], reason: 'its PodDisruptionBudget allows no disruption' },
+    ]);
+  });
+  it('lets pods go when the budget allows, or an unready pod under a healthy budget', () => {
+    expect(budgetBlocks([pod('web-1')], [budget('web', 'web', 1)])).toEqual([]);
+    expect(budgetBlocks([pod('web-1', {}, {}, false)], [budget('web', 'web', 0)])).toEqual([]);
+    expect(budgetBlocks([pod('web-1', {}, {}, false)], [{ ...budget('web', 'web', 0), status: { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 2 } }])).toHaveLength(1);
+  });
+  it('blocks a pod selected by two budgets (the API answers 500)', () => {
+    expect(budgetBlocks([pod('web-1')], [budget('a', 'web', 5), budget('b', 'web', 5)])[0]!.reason).toMatch(/more than one/);
+  });
+  it('matches selectors as the API server', () => {
+    expect(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'In', values: ['db'] }] }, { tier: 'db' })).toBe(true);
+    expect(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, { tier: 'db' })).toBe(false);
+    expect(matchesSelector({}, { any: 'thing' })).toBe(true);
+    expect(matchesSelector(undefined, {})).toBe(false);
+  });
+});

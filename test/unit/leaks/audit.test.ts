@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { auditNode } from '../../../src/leaks/audit.js';
+import { emptyState, id, kubenetNode, podOn } from './state-builder.js';
+
+const audit = (state: ReturnType<typeof emptyState>, pods = [] as ReturnType<typeof podOn>[], podCidr = '10.253.6.128/25') =>
+  auditNode({ node: 'n', state, pods, podCidr, nowMs: state.now * 1000 });
+
+describe('leak audit', () => {
+  it('a clean node has zero findings', () => {
+    const report = audit(kubenetNode(5, 0));
+    expect(report.findings).toEqual([]);
+    expect(report.ranges).toEqual([{ network: 'kubenet', cidr: '10.253.6.128/25', usable: 125, allocated: 5, inUse: 5, leaked: 0 }]);
+  });
+
+  it('the field report: 125 reserved, 118 in use, 7 leaked, with the file and container of each', () => {
+    const report = audit(kubenetNode(118, 7));
+    const leaked = report.findings.filter((f) => f.class === 'ip-reservation-leaked');
+    expect(leaked).toHaveLength(7);
+    expect(leaked[0]!.evidence).toMatchObject({ file: '/var/lib/cni/networks/kubenet/10.253.6.248', containerId: id(119), ip: '10.253.6.248' });
+    expect(report.ranges[0]).toMatchObject({ usable: 125, allocated: 125, inUse: 118, leaked: 7 });
+  });
+
+  it('an IP a live pod claims is never a leak, even when the runtime forgot the container', () => {
+    const state = kubenetNode(1, 1);
+    expect(audit(state, [podOn('p', '10.253.6.131')]).findings).toEqual([]);
+  });
+
+  it('judges nothing dead when the runtime did not answer', () => {
+    const state = { ...kubenetNode(0, 3), runtimeReachable: false };
+    expect(audit(state).findings).toEqual([]);
+  });
+
+  it('finds cache entries and checkpoints without sandboxes, and sandboxes without checkpoints', () => {
+    const state = kubenetNode(3, 0);
+    state.sandboxes.shift();
+    state.checkpoints.pop();
+    const classes = audit(state).findings.map((f) => f.class).sort();
+    expect(classes).toEqual(['checkpoint-orphan', 'cni-cache-orphan', 'ip-reservation-leaked', 'sandbox-without-checkpoint']);
+  });
+
+  it('counts not-ready sandboxes kept by created containers, per pod, and warns near the CRI list limit', () => {
+    const state = emptyState({ services: {} });
+    for (let i = 0; i < 1200; i++) state.sandboxes.push({ id: id(i), ready: false, podUid: 'u', namespace: 'demo', name: 'crashy', pid: 0, createdAt: '' });
+    for (let i = 0; i < 1200; i++) state.containers.push({ id: id(10_000 + i), sandboxId: id(i), state: 'created', podUid: 'u', namespace: 'demo', podName: 'crashy', name: 'main' });
+    const found = audit(state, [], undefined as unknown as string).findings.filter((f) => f.class === 'sandbox-accumulation');
+    expect(found.map((f) => f.severity).sort()).toEqual(['leak', 'warning']);
+    expect(found.find((f) => f.severity === 'leak')!.evidence).toMatchObject({ pod: 'demo/crashy', sandboxes: 1200, containers: 1200 });
+  });
+
+  it('finds a pod stuck Terminating past its grace period with the container that holds it', () => {
+    const state = emptyState({ services: {} });
+    state.containers.push({ id: id(9), sandboxId: id(8), state: 'created', podUid: 'uid-stuck', namespace: 'demo', podName: 'stuck', name: 'app' });
+    const pod = podOn('stuck', undefined, { deletionTimestamp: new Date((state.now - 300) * 1000).toISOString(), deletionGracePeriodSeconds: 30 });
+    const found = audit(state, [pod]).findings;
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatchObject({ class: 'stuck-terminating', evidence: { pod: 'demo/stuck', containers: [{ id: id(9), state: 'created' }] } });
+  });
+
+  it('finds a pod IP with no reservation, and two allocators over one PodCIDR', () => {
+    const state = kubenetNode(2, 0);
+    state.ipam.push({ network: 'cbr0', path: '/var/lib/cni/networks/cbr0', reservations: [{ network: 'cbr0', ip: '10.253.6.130', path: '/var/lib/cni/networks/cbr0/10.253.6.130', containerId: id(1), ifName: 'eth0', mtime: 0 }], lastReserved: {} });
+    const classes = audit(state, [podOn('x', '10.253.6.200')]).findings.map((f) => f.class).sort();
+    expect(classes).toEqual(['duplicate-network-dir', 'pod-ip-unallocated']);
+  });
+
+  it('finds pinned network namespaces nothing refers to', () => {
+    const state = emptyState({ services: {}, netns: ['cni-1234'] });
+    expect(audit(state).findings.map((f) => f.class)).toEqual(['netns-orphan']);
+  });
+});

@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { detectNetwork } from '../../../src/node/cni/network-mode.js';
+import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
+import { parseNodeState, splitSections } from '../../../src/node/state/parse.js';
+
+// Fixtures are real outputs of the gather script on the test bed's real node and on a fleet host.
+const realNode = parseNodeState(readFileSync('test/fixtures/real-node-state.txt', 'utf8'));
+const fleetHost = parseNodeState(readFileSync('test/fixtures/fleet-host-state.txt', 'utf8'));
+
+describe('parseNodeState on a cri-dockerd + kubenet node', () => {
+  it('reads packages, units and the runtime flavor', () => {
+    expect(realNode.packageManager).toBe('apt');
+    expect(realNode.packages.containerd).toMatch(/^1\.6\.20~ds1-1\+deb12u[23]$/);
+    expect(realNode.services.kubelet).toMatchObject({ loaded: true, active: true });
+    expect(detectFlavor(realNode)).toBe('cri-dockerd');
+    expect(runtimeUnits('cri-dockerd')).toEqual(['containerd', 'docker', 'cri-docker']);
+    expect(detectNetwork(realNode, 'cri-dockerd')).toEqual({ mode: 'kubenet', networkName: 'kubenet', binDir: '/usr/lib/cni' });
+  });
+  it('pairs every reservation, cache entry and checkpoint with a sandbox', () => {
+    const ids = new Set(realNode.sandboxes.map((s) => s.id));
+    expect(realNode.runtimeReachable).toBe(true);
+    expect(realNode.ipam[0]!.network).toBe('kubenet');
+    for (const r of realNode.ipam[0]!.reservations) {
+      expect(r.ifName).toBe('eth0');
+      expect(ids.has(r.containerId)).toBe(true);
+    }
+    for (const e of realNode.cniCache) {
+      expect(e.format).toBe('cniCacheV1');
+      expect(ids.has(e.containerId)).toBe(true);
+    }
+    expect(realNode.checkpoints.map((c) => c.sandboxId).sort()).toEqual([...ids].sort());
+  });
+});
+
+describe('parseNodeState on a containerd fleet host', () => {
+  it('finds the conflist network and the libcni cache with netns', () => {
+    expect(detectFlavor(fleetHost)).toBe('containerd');
+    expect(detectNetwork(fleetHost, 'containerd')).toMatchObject({ mode: 'cni', networkName: 'containerd-net' });
+    expect(fleetHost.cniCache.every((e) => e.netns?.startsWith('/var/run/netns/cni-'))).toBe(true);
+    expect(fleetHost.netns.length).toBe(fleetHost.cniCache.length);
+  });
+});
+
+describe('splitSections', () => {
+  it('keeps file blocks with their directory and refuses truncated output', () => {
+    const s = splitSections('@@dir /x\n|a\t1\t2\n@@file /x/a\n|line1\n|line2\n@@end\n');
+    expect(s[0]!.files.get('/x/a')).toEqual(['line1', 'line2']);
+    expect(() => parseNodeState('@@meta\n|hostname=x\n')).toThrow(/truncated/);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { parseDuration } from '../../../src/cli/duration.js';
+import { heldByOther } from '../../../src/cluster/lease.js';
+import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, validateRunOptions } from '../../../src/runbook/options.js';
+import { parseSystemctlShow } from '../../../src/node/service.js';
+
+describe('input validation', () => {
+  it('parses --to with Debian and RPM versions', () => {
+    expect(parseTargets('containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6')).toEqual({
+      containerd: '1.6.20~ds1-1+deb12u3',
+      'docker.io': '20.10.24+dfsg1-1+deb12u1+b6',
+    });
+    expect(parseTargets('containerd.io=1:1.7.27-3.1.el9')).toEqual({ 'containerd.io': '1:1.7.27-3.1.el9' });
+  });
+  it.each(['containerd', 'containerd=', 'containerd=latest', 'containerd=1.6;rm -rf /', 'containerd=$(id)', 'Containerd=1.0', 'a=1,a=2'])('refuses %j', (spec) => {
+    expect(() => parseTargets(spec)).toThrow();
+  });
+  it('refuses node names and numbers that could not be real', () => {
+    expect(() => validateNodeName('node;reboot')).toThrow(/invalid node name/);
+    expect(validateNodeName('ip-10-0-0-1.ec2.internal')).toBe('ip-10-0-0-1.ec2.internal');
+    expect(() => validateRunOptions({ ...DEFAULT_RUN_OPTIONS, node: 'n', targets: { containerd: '1' }, drain: { ...DEFAULT_RUN_OPTIONS.drain, gracePeriodSeconds: -5 } })).toThrow(/grace-period/);
+  });
+  it('reads kubectl durations', () => {
+    expect(parseDuration('90', '--timeout')).toBe(90);
+    expect(parseDuration('1h30m', '--timeout')).toBe(5400);
+    expect(() => parseDuration('5 minutes', '--timeout')).toThrow(/invalid --timeout/);
+  });
+});
+
+describe('leases and units', () => {
+  const lease = (holder: string | null, renewedAgoS: number) => ({
+    metadata: { name: 'l' },
+    spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date(Date.now() - renewedAgoS * 1000).toISOString() },
+  });
+  it('treats an expired lease as free and a live one as held', () => {
+    expect(heldByOther(lease('other', 3), 'me')).toBe('other');
+    expect(heldByOther(lease('other', 30), 'me')).toBeUndefined();
+    expect(heldByOther(lease('me', 3), 'me')).toBeUndefined();
+    expect(heldByOther(lease(null, 3), 'me')).toBeUndefined();
+  });
+  it('parses systemctl show from systemd and from the bed stand-in', () => {
+    const s = parseSystemctlShow('cri-docker', 'LoadState=loaded\nActiveState=active\nMainPID=42\nExecStart={ path=/usr/bin/cri-dockerd ; argv[]=/usr/bin/cri-dockerd --network-plugin=kubenet ; ignore_errors=no ; }\n');
+    expect(s).toEqual({ unit: 'cri-docker', loaded: true, active: true, mainPid: 42, execStart: '/usr/bin/cri-dockerd --network-plugin=kubenet' });
+    expect(parseSystemctlShow('x', 'LoadState=not-found\nActiveState=inactive\nMainPID=0\n')).toMatchObject({ loaded: false, active: false });
+  });
+});
