@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
-import { Cluster } from '../cluster/api.js';
-import { getNode } from '../cluster/nodes.js';
-import { openTransport, type Transport } from '../node/transport/index.js';
-import { ExitCode, RunbookError, exitCodeOf, messageOf } from '../runbook/errors.js';
+import type { Transport } from '../node/transport/index.js';
+import { ExitCode, RunbookError } from '../runbook/errors.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, type RunOptions } from '../runbook/options.js';
 import { renderReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
-import { CONNECT_OPTIONS, transportSpec } from './connect.js';
+import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration, parseInteger } from './duration.js';
+import { outputFormat, processIo, reportFailure, type CliIo } from './io.js';
+import { connectNode } from './node-access.js';
 import { progressPrinter } from './progress.js';
 
 export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE --to PACKAGE=VERSION[,PACKAGE=VERSION] [options]
@@ -50,14 +50,7 @@ Exit codes:
   11 a step failed and the node was rolled back     12 a step failed and the rollback failed too
   13 the leak audit found leaks after the upgrade`;
 
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-}
-
-const defaultIo: CliIo = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) };
-
-export async function upgradeNodeMain(argv: string[], io: CliIo = defaultIo): Promise<number> {
+export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let json = false;
   let transport: Transport | undefined;
   try {
@@ -81,13 +74,12 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = defaultIo): Pr
         help: { type: 'boolean', short: 'h' },
         ...CONNECT_OPTIONS,
       },
-    }).valueOf() as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+    });
     if (values.help) {
       io.stdout(`${UPGRADE_HELP}\n`);
       return ExitCode.ok;
     }
-    if (values.output !== undefined && values.output !== 'text' && values.output !== 'json') throw new RunbookError('usage', `--output must be text or json (got ${JSON.stringify(values.output)})`);
-    json = values.output === 'json';
+    json = outputFormat(values.output);
     if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
     const node = validateNodeName(positionals[0]!);
     const options: RunOptions = {
@@ -105,24 +97,13 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = defaultIo): Pr
         timeoutSeconds: values.timeout ? parseDuration(String(values.timeout), '--timeout') : DEFAULT_RUN_OPTIONS.drain.timeoutSeconds,
       },
     };
-    const cluster = await Cluster.connect({ kubeconfig: values.kubeconfig as string | undefined, context: values.context as string | undefined });
-    const nodeObject = await getNode(cluster, node);
-    const internalIp = async () => {
-      const ip = nodeObject.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
-      if (!ip) throw new RunbookError('usage', `node ${node} has no InternalIP; give --ssh-host`);
-      return ip;
-    };
-    transport = await openTransport(await transportSpec(values, internalIp));
-    const report = await runUpgrade({ options, cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
+    const access = await connectNode(node, values);
+    transport = access.transport;
+    const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
     io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
     return report.exitCode;
   } catch (error) {
-    const code = error instanceof RunbookError ? error.code : (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 'usage' : 'internal';
-    const exitCode = code === 'usage' ? ExitCode.usage : exitCodeOf(error);
-    const message = messageOf(error);
-    if (json) io.stdout(`${JSON.stringify({ result: 'error', exitCode, error: { code, message } }, null, 2)}\n`);
-    io.stderr(`node-maint: ${message}\n`);
-    return exitCode;
+    return reportFailure(error, json, io);
   } finally {
     await transport?.close();
   }

@@ -17,14 +17,15 @@ export interface LiveAuditInput {
 }
 
 /** Reads the node (one round trip) and the cluster, then runs the pure audit. */
-export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState }> {
+export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string }> {
   const [state, node, pods, calico] = await Promise.all([
     input.state ?? readNodeState(input.transport),
     getNode(input.cluster, input.node),
     listPodsOnNode(input.cluster, input.node),
     calicoFindings(input.cluster, input.node),
   ]);
-  return { report: auditNode({ node: input.node, state, pods, podCidr: podCidr(node), clusterFindings: calico }), state };
+  const cidr = podCidr(node);
+  return { report: auditNode({ node: input.node, state, pods, podCidr: cidr, clusterFindings: calico }), state, podCidr: cidr };
 }
 
 export { auditNode } from './audit.js';

@@ -127,3 +127,51 @@ export async function realNodeFingerprint(): Promise<Record<string, string>> {
     backups: await sh('ls -R /var/lib/node-maint 2>/dev/null || true'),
   };
 }
+
+export const auditNode = (args: string[], options?: Parameters<typeof runCli>[2]) => runCli('runbooks/audit-node.mjs', args, options);
+
+/** Host-local files on the real node whose container docker does not know: the ground truth, by shell. */
+export async function deadReservations(): Promise<string[]> {
+  const out = await sh(`
+    live=$(docker ps -aq --no-trunc)
+    for f in /var/lib/cni/networks/kubenet/[0-9]*; do
+      [ -f "$f" ] || continue
+      id=$(head -n1 "$f" | tr -d '\\r')
+      case "$live" in *"$id"*) ;; *) basename "$f" ;; esac
+    done`);
+  return out.split('\n').filter(Boolean).sort();
+}
+
+/** A Deployment of busybox pods pinned to the real node. */
+export async function pinnedDeployment(name: string, replicas: number): Promise<void> {
+  const manifest = JSON.stringify({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: 'demo' },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          nodeSelector: { 'kubernetes.io/hostname': bed().realNode },
+          terminationGracePeriodSeconds: 2,
+          containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never', command: ['sleep', '3600000'] }],
+        },
+      },
+    },
+  });
+  await sh(`echo '${manifest}' | ${bed().kubectl} --kubeconfig ${bed().kubeconfig} apply -f -`);
+  await waitForRunning(`app=${name}`, replicas);
+}
+
+export async function waitForRunning(selector: string, count: number): Promise<any[]> {
+  let pods: any[] = [];
+  await waitFor(async () => {
+    pods = (await kubectlJson('get', 'pods', '-n', 'demo', '-l', selector)).items.filter((p: any) => !p.metadata.deletionTimestamp);
+    return pods.length === count && pods.every((p: any) => p.status.phase === 'Running' && p.status.podIP);
+  }, 240_000, `${count} pod(s) ${selector} running`);
+  return pods;
+}
+
+export const realNodeAudit = (extra: string[] = []) => auditNode([bed().realNode, '--output', 'json', ...extra, ...sshFlags(bed().realNode)]);

@@ -1,0 +1,93 @@
+import { parseArgs } from 'node:util';
+import { auditLiveNode } from '../leaks/index.js';
+import { reclaimNode } from '../leaks/reclaim/index.js';
+import type { Transport } from '../node/transport/index.js';
+import { ExitCode, RunbookError } from '../runbook/errors.js';
+import { validateNodeName } from '../runbook/options.js';
+import { CONNECT_OPTIONS } from './connect.js';
+import { parseDuration } from './duration.js';
+import { connectNode } from './node-access.js';
+import { renderAudit } from './render-audit.js';
+import { outputFormat, processIo, reportFailure, type CliIo } from './io.js';
+
+export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json] [options]
+
+Audits a node, on any day, for leaked network and sandbox resources: host-local IPs whose container is not a live
+sandbox (both file formats) and pod IPs with no allocation, with per-range usage; CNI cache entries with no live
+sandbox; dockershim/cri-dockerd checkpoints with no container and sandboxes with no checkpoint; not-ready sandboxes
+kept by Created/Exited containers (and a warning well before the ~1,400-sandbox CRI list limit); pods stuck
+Terminating and the containers that hold them; Calico IPAM (leaked IPs and handles, affinities of removed nodes, an
+IP of one node's block used on another); orphaned network namespaces; two CNI networks over one PodCIDR.
+The node's state comes back in one round trip.
+
+  --reclaim                 release what is proven dead: seen in two observations --interval apart, older than
+                            --grace, liveness being the union of runtime sandboxes, CNI cache, pod IPs from the API
+                            and live netns. CNI DEL is replayed from the cache where it can be; a host-local file is
+                            deleted only under the plugin's own flock after a re-check; all removed files are backed
+                            up under /var/lib/node-maint/backups; Calico objects change with resourceVersion
+                            preconditions. The plan is printed before anything is done.
+  --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
+  --output text|json        --kubeconfig PATH   --context NAME
+  Node access: as upgrade-node (--ssh-host, --ssh-port, --ssh-user, --ssh-key, --known-hosts, --ssh-bastion,
+  --transport ssh|docker-exec|local, --container, --docker-host).
+
+Exit codes: 0 clean (after --reclaim: nothing left); 13 findings (left); 2 usage; 3 node not found;
+5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
+
+export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
+  let json = false;
+  let transport: Transport | undefined;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        reclaim: { type: 'boolean' },
+        interval: { type: 'string' },
+        grace: { type: 'string' },
+        output: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        ...CONNECT_OPTIONS,
+      },
+    });
+    if (values.help) {
+      io.stdout(`${AUDIT_HELP}\n`);
+      return ExitCode.ok;
+    }
+    json = outputFormat(values.output);
+    if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
+    const node = validateNodeName(positionals[0]!);
+    const interval = values.interval ? parseDuration(values.interval, '--interval') : 5;
+    const grace = values.grace ? parseDuration(values.grace, '--grace') : 120;
+    const access = await connectNode(node, values);
+    transport = access.transport;
+    const started = Date.now();
+    if (!values.reclaim) {
+      const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
+      io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
+      return report.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
+    }
+    const result = await reclaimNode({
+      cluster: access.cluster,
+      transport,
+      node,
+      intervalSeconds: interval,
+      graceSeconds: grace,
+      onPlan: (lines) => io.stderr(`reclaim plan for ${node} (${lines.length} action(s)):\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
+    });
+    if (json) {
+      io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
+    } else {
+      const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...result.calico.map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
+      io.stdout(`Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n\nAfter:\n${renderAudit(result.after)}\n`);
+    }
+    return result.after.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
+  } catch (error) {
+    return reportFailure(error, json, io);
+  } finally {
+    await transport?.close();
+  }
+}

@@ -1,0 +1,52 @@
+import type { Cluster } from '../../cluster/api.js';
+import { detectNetwork } from '../../node/cni/network-mode.js';
+import { detectFlavor } from '../../node/runtime/flavor.js';
+import { run } from '../../node/transport/types.js';
+import type { Transport } from '../../node/transport/types.js';
+import { releaseCalico, type CalicoOutcome } from '../calico/release.js';
+import { auditLiveNode } from '../index.js';
+import type { AuditReport } from '../types.js';
+import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
+import { parseReclaimOutput, reclaimScript, type ReclaimOutcome } from './script.js';
+
+export interface ReclaimOptions {
+  cluster: Cluster;
+  transport: Transport;
+  node: string;
+  /** Between the two observations a finding must survive. */
+  intervalSeconds: number;
+  /** Files younger than this are left alone: an ADD may still be under way. */
+  graceSeconds: number;
+  onPlan?: (lines: string[]) => void;
+}
+
+export interface ReclaimResult {
+  before: AuditReport;
+  plan: ReclaimPlan;
+  outcomes: ReclaimOutcome[];
+  calico: CalicoOutcome[];
+  after: AuditReport;
+  backupDir: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Audit twice, release what both observations call dead (printing the plan first), audit again. */
+export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {
+  const { cluster, transport, node } = options;
+  const first = await auditLiveNode({ cluster, transport, node });
+  await sleep(options.intervalSeconds * 1000);
+  const second = await auditLiveNode({ cluster, transport, node });
+  const plan = planReclaim({ first: first.report.findings, second: second.report.findings, state: second.state, podCidr: second.podCidr, graceSeconds: options.graceSeconds });
+  options.onPlan?.(planLines(plan));
+  const flavor = detectFlavor(second.state);
+  const backupDir = `/var/lib/node-maint/backups/reclaim-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  let outcomes: ReclaimOutcome[] = [];
+  if (plan.replays.length + plan.reservations.length + plan.checkpoints.length + plan.netns.length + plan.containers.length > 0) {
+    const script = reclaimScript(plan, { flavor, binDir: detectNetwork(second.state, flavor).binDir, backupDir });
+    outcomes = parseReclaimOutput(await run(transport, script, { timeoutMs: 600_000 }));
+  }
+  const calico = plan.calico.length > 0 ? await releaseCalico(cluster, plan.calico) : [];
+  const after = await auditLiveNode({ cluster, transport, node });
+  return { before: second.report, plan, outcomes, calico, after: after.report, backupDir };
+}

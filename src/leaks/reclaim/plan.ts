@@ -1,0 +1,101 @@
+import { planReplay, type DelReplay } from '../../node/cni/replay.js';
+import type { NodeState } from '../../node/state/types.js';
+import type { Finding } from '../types.js';
+
+// What reclaim may release: only findings seen in two observations some seconds apart, older than the grace period
+// (an ADD may still be running), never an IP whose container the runtime knows. DEL replays first (the plugin
+// cleans up after itself and locks on its own); files are deleted only where no replay is possible.
+export interface ReclaimPlan {
+  replays: DelReplay[];
+  /** Reservations to delete under host-local's lock, if the file still names this container then. */
+  reservations: Array<{ path: string; dir: string; containerId: string; ip: string }>;
+  checkpoints: Array<{ path: string; sandboxId: string }>;
+  netns: string[];
+  /** Created or exited containers that keep a pod stuck Terminating. */
+  containers: Array<{ id: string; pod: string }>;
+  calico: Finding[];
+  /** Findings left alone, with why. */
+  skipped: Array<{ finding: Finding; reason: string }>;
+}
+
+export const findingKey = (f: Finding) =>
+  `${f.class}|${f.evidence.file ?? ''}|${f.evidence.containerId ?? ''}|${f.evidence.ip ?? ''}|${f.evidence.pod ?? ''}|${String(f.evidence.affinity ?? f.evidence.handle ?? '')}`;
+
+export function planReclaim(input: {
+  first: Finding[];
+  second: Finding[];
+  state: NodeState;
+  podCidr?: string;
+  graceSeconds: number;
+}): ReclaimPlan {
+  const { state } = input;
+  const seenBefore = new Set(input.first.map(findingKey));
+  const plan: ReclaimPlan = { replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], skipped: [] };
+  const young = (mtime: number) => state.now - mtime < input.graceSeconds;
+  const replayed = new Set<string>();
+  const fallback = { podCidr: input.podCidr, configsByNetwork: new Map<string, string>() };
+  const sandboxPids = new Map(state.sandboxes.map((s) => [s.id, s.pid]));
+
+  for (const f of input.second) {
+    if (!seenBefore.has(findingKey(f))) {
+      plan.skipped.push({ finding: f, reason: 'seen once only' });
+      continue;
+    }
+    switch (f.class) {
+      case 'cni-cache-orphan': {
+        const entry = state.cniCache.find((e) => e.path === f.evidence.file);
+        if (!entry) break;
+        if (young(entry.mtime)) {
+          plan.skipped.push({ finding: f, reason: `younger than ${input.graceSeconds}s` });
+          break;
+        }
+        const pid = sandboxPids.get(entry.containerId) ?? 0;
+        const replay = planReplay(entry, pid > 0 ? `/proc/${pid}/ns/net` : (entry.netns ?? ''), fallback);
+        if ('calls' in replay) {
+          plan.replays.push(replay);
+          replayed.add(`${entry.containerId}|${entry.ifName}`);
+        } else plan.skipped.push({ finding: f, reason: replay.reason });
+        break;
+      }
+      case 'ip-reservation-leaked': {
+        const r = state.ipam.flatMap((d) => d.reservations).find((x) => x.path === f.evidence.file);
+        if (!r) break;
+        if (young(r.mtime)) plan.skipped.push({ finding: f, reason: `younger than ${input.graceSeconds}s` });
+        else plan.reservations.push({ path: r.path, dir: r.path.slice(0, r.path.lastIndexOf('/')), containerId: r.containerId, ip: r.ip });
+        break;
+      }
+      case 'checkpoint-orphan':
+        plan.checkpoints.push({ path: String(f.evidence.file), sandboxId: String(f.evidence.containerId) });
+        break;
+      case 'netns-orphan':
+        plan.netns.push(String(f.evidence.file).split('/').pop()!);
+        break;
+      case 'stuck-terminating':
+        for (const c of (f.evidence.containers as Array<{ id: string; state: string }>) ?? []) {
+          if (c.state !== 'running') plan.containers.push({ id: c.id, pod: String(f.evidence.pod) });
+        }
+        break;
+      case 'calico-ip-leaked':
+      case 'calico-affinity-orphan':
+      case 'calico-handle-leaked':
+        plan.calico.push(f);
+        break;
+      default:
+        plan.skipped.push({ finding: f, reason: 'reported only: not provably dead' });
+    }
+  }
+  // A reservation whose owner's cache entry is replayed is freed by that DEL; the file is then only re-checked.
+  plan.reservations = plan.reservations.filter((r) => ![...replayed].some((k) => k.startsWith(`${r.containerId}|`)));
+  return plan;
+}
+
+export function planLines(plan: ReclaimPlan): string[] {
+  return [
+    ...plan.replays.map((r) => `replay CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (frees ${r.ips.join(', ')})` : ''}`),
+    ...plan.reservations.map((r) => `free ${r.ip}: delete ${r.path} under ${r.dir}/lock, if it still names ${r.containerId.slice(0, 12)} and no such container exists`),
+    ...plan.checkpoints.map((c) => `delete checkpoint ${c.path} once its sandbox's network is released`),
+    ...plan.netns.map((n) => `delete network namespace ${n} if no process is in it`),
+    ...plan.containers.map((c) => `remove leftover container ${c.id.slice(0, 12)} of ${c.pod}`),
+    ...plan.calico.map((f) => `Calico: release ${f.class.replace('calico-', '')}: ${f.message}`),
+  ];
+}
