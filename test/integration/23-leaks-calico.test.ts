@@ -1,0 +1,95 @@
+import { writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditNode, bed, kubectl, kubectlJson, waitFor } from './bed.js';
+
+// Field report 004: block affinities of a replaced node are never released, and an IP of a block affine to one node
+// is used by a pod on another, whose traffic the first node's blackhole route swallows. Created through the CRDs.
+const blockName = (cidr: string) => cidr.replace(/[./]/g, '-');
+const fleetAudit = (node: string, extra: string[] = []) =>
+  auditNode([node, '--output', 'json', '--kubeconfig', bed().kubeconfig, '--container', `tb-${node}`, '--docker-host', bed().bedDockerHost, ...extra]);
+
+function apply(objects: unknown[]): Promise<string> {
+  const file = `/tmp/node-maint-calico-${process.pid}.json`;
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  return kubectl('apply', '-f', file);
+}
+
+describe('Calico IPAM leaks', () => {
+  let victim: { name: string; ip: string };
+  let inBlock: Array<[string, string]>;
+
+  beforeAll(async () => {
+    await kubectl('apply', '-f', 'test/fixtures/calico-ipam-crds.yaml');
+    await waitFor(async () => (await kubectl('get', 'crd', 'ipamblocks.crd.projectcalico.org', '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}')) === 'True', 60_000, 'CRDs established');
+    const pods = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', 'spec.nodeName=fleet-2');
+    const running = pods.items.find((p: any) => p.status.podIP);
+    victim = { name: running.metadata.name, ip: running.status.podIP };
+    const [a, b, c, d] = victim.ip.split('.').map(Number) as [number, number, number, number];
+    const conflictCidr = `${a}.${b}.${c}.${d - (d % 4)}/30`;
+    const base = d - (d % 4);
+    inBlock = pods.items
+      .filter((p: any) => p.status.podIP?.startsWith(`${a}.${b}.${c}.`) && Number(p.status.podIP.split('.')[3]) - base >= 0 && Number(p.status.podIP.split('.')[3]) - base < 4)
+      .map((p: any) => [p.status.podIP, `demo/${p.metadata.name}`] as [string, string])
+      .sort();
+    const g = 'crd.projectcalico.org/v1';
+    await apply([
+      // The affinity of a node that was removed: its block is empty.
+      { apiVersion: g, kind: 'BlockAffinity', metadata: { name: 'gone-node-10-250-0-0-26' }, spec: { state: 'confirmed', node: 'gone-node', cidr: '10.250.0.0/26', deleted: 'false', type: 'host' } },
+      { apiVersion: g, kind: 'IPAMBlock', metadata: { name: '10-250-0-0-26' }, spec: { cidr: '10.250.0.0/26', affinity: 'host:gone-node', allocations: Array(64).fill(null), unallocated: [...Array(64).keys()], attributes: [], deleted: false } },
+      // A block affine to fleet-1 that holds the address of a pod running on fleet-2 (the blackhole-route case).
+      { apiVersion: g, kind: 'BlockAffinity', metadata: { name: `fleet-1-${blockName(conflictCidr)}` }, spec: { state: 'confirmed', node: 'fleet-1', cidr: conflictCidr, deleted: 'false', type: 'host' } },
+      {
+        apiVersion: g, kind: 'IPAMBlock', metadata: { name: blockName(conflictCidr) },
+        spec: { cidr: conflictCidr, affinity: 'host:fleet-1', allocations: [null, null, null, null].map((_, i) => (i === d % 4 ? 0 : null)), unallocated: [0, 1, 2, 3].filter((i) => i !== d % 4),
+          attributes: [{ handle_id: 'k8s-pod-network.conflict', secondary: { namespace: 'demo', pod: victim.name, node: 'fleet-2' } }], deleted: false },
+      },
+      // A block affine to fleet-1 with an IP allocated to a pod that no longer exists, and its handle.
+      { apiVersion: g, kind: 'BlockAffinity', metadata: { name: 'fleet-1-10-251-0-0-30' }, spec: { state: 'confirmed', node: 'fleet-1', cidr: '10.251.0.0/30', deleted: 'false', type: 'host' } },
+      {
+        apiVersion: g, kind: 'IPAMBlock', metadata: { name: '10-251-0-0-30' },
+        spec: { cidr: '10.251.0.0/30', affinity: 'host:fleet-1', allocations: [null, 0, null, null], unallocated: [0, 2, 3],
+          attributes: [{ handle_id: 'k8s-pod-network.deadbeef', secondary: { namespace: 'demo', pod: 'deleted-long-ago', node: 'fleet-1' } }], deleted: false },
+      },
+      { apiVersion: g, kind: 'IPAMHandle', metadata: { name: 'k8s-pod-network.deadbeef' }, spec: { handleID: 'k8s-pod-network.deadbeef', block: { '10.251.0.0/30': 1 }, deleted: false } },
+      // A handle that holds nothing.
+      { apiVersion: g, kind: 'IPAMHandle', metadata: { name: 'k8s-pod-network.empty' }, spec: { handleID: 'k8s-pod-network.empty', block: {}, deleted: false } },
+    ]);
+  });
+
+  afterAll(async () => {
+    await kubectl('delete', '-f', 'test/fixtures/calico-ipam-crds.yaml', '--ignore-not-found');
+  });
+
+  it('finds the removed node\'s affinity, the leaked IP and handle, and the cross-node IP', async () => {
+    const result = await fleetAudit('fleet-1');
+    expect(result.code, result.stderr).toBe(13);
+    const findings = JSON.parse(result.stdout).findings;
+    const by = (cls: string) => findings.filter((f: any) => f.class === cls);
+    expect(by('calico-affinity-orphan').map((f: any) => f.evidence.node)).toEqual(['gone-node']);
+    expect(by('calico-ip-leaked').map((f: any) => [f.evidence.ip, f.evidence.pod])).toEqual([['10.251.0.1', 'demo/deleted-long-ago']]);
+    expect(by('calico-handle-leaked').map((f: any) => f.evidence.handleID)).toEqual(['k8s-pod-network.empty']);
+    // Every pod of fleet-2 whose address lies in fleet-1's block, the victim among them.
+    const conflicts = by('calico-ip-conflict');
+    expect(conflicts.map((f: any) => [f.evidence.ip, f.evidence.pod]).sort()).toEqual(inBlock);
+    expect(conflicts.every((f: any) => f.evidence.podNode === 'fleet-2' && f.evidence.blockNode === 'fleet-1')).toBe(true);
+    expect(inBlock.map(([ip]) => ip)).toContain(victim.ip);
+    // The pods' own node sees the conflict too.
+    const other = JSON.parse((await fleetAudit('fleet-2')).stdout).findings;
+    expect(other.filter((f: any) => f.class === 'calico-ip-conflict').map((f: any) => f.evidence.pod).sort()).toEqual(inBlock.map(([, pod]) => pod));
+  });
+
+  it('reclaim releases through the CRDs: the IP, its handle, the orphan affinity; the conflict is left to an operator', async () => {
+    const result = await fleetAudit('fleet-1', ['--reclaim', '--interval', '1']);
+    const outcome = JSON.parse(result.stdout);
+    expect(outcome.calico.map((o: any) => [o.finding.class, o.verdict]).sort()).toEqual([
+      ['calico-affinity-orphan', 'freed'],
+      ['calico-handle-leaked', 'freed'],
+      ['calico-ip-leaked', 'freed'],
+    ]);
+    const block = await kubectlJson('get', 'ipamblocks.crd.projectcalico.org', '10-251-0-0-30');
+    expect(block.spec.allocations).toEqual([null, null, null, null]);
+    expect(await kubectl('get', 'ipamhandles.crd.projectcalico.org', '-o', 'name')).not.toMatch(/deadbeef|empty/);
+    expect(await kubectl('get', 'blockaffinities.crd.projectcalico.org', '-o', 'name')).not.toContain('gone-node');
+    expect(new Set(outcome.after.findings.map((f: any) => f.class))).toEqual(new Set(['calico-ip-conflict']));
+  });
+});
