@@ -1,4 +1,4 @@
-import { ipv4InCidr } from '../../node/cni/host-local.js';
+import { cidrContains } from '../../node/cni/host-local.js';
 import type { Finding } from '../types.js';
 import { affineNode, blockAddress, type CalicoView } from './types.js';
 
@@ -26,8 +26,9 @@ export function detectCalicoLeaks(view: CalicoView, node: string): Finding[] {
     });
     // The blackhole case: the block's owner routes the whole block to a blackhole, so a pod elsewhere using one of
     // its addresses is unreachable.
+    const inBlock = cidrContains(block.spec.cidr);
     for (const [ip, user] of view.podIps) {
-      if (!ipv4InCidr(ip, block.spec.cidr) || !owner || user.node === owner) continue;
+      if (!owner || user.node === owner || !inBlock(ip)) continue;
       if (owner !== node && user.node !== node) continue;
       findings.push({
         class: 'calico-ip-conflict',

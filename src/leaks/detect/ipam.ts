@@ -1,4 +1,4 @@
-import { ipv4InCidr, usablePodAddresses } from '../../node/cni/host-local.js';
+import { cidrContains, usablePodAddresses } from '../../node/cni/host-local.js';
 import type { NodeState } from '../../node/state/types.js';
 import { ownerAlive, type Liveness } from '../liveness.js';
 import type { Finding, RangeUsage } from '../types.js';
@@ -7,6 +7,7 @@ import type { Finding, RangeUsage } from '../types.js';
 export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: string | undefined): { findings: Finding[]; ranges: RangeUsage[] } {
   const findings: Finding[] = [];
   const ranges: RangeUsage[] = [];
+  const inPodCidr = podCidr ? cidrContains(podCidr) : () => true;
   const reserved = new Set<string>();
   for (const dir of state.ipam) {
     let leaked = 0;
@@ -21,14 +22,14 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
         evidence: { file: r.path, containerId: r.containerId, ip: r.ip, network: dir.network, format: r.ifName === null ? 'id-only' : 'id+ifname' },
       });
     }
-    const cidr = podCidr && dir.reservations.some((r) => ipv4InCidr(r.ip, podCidr)) ? podCidr : podCidr ?? '';
-    const inRange = dir.reservations.filter((r) => !cidr || ipv4InCidr(r.ip, cidr)).length;
+    const cidr = podCidr ?? '';
+    const inRange = dir.reservations.filter((r) => inPodCidr(r.ip)).length;
     ranges.push({ network: dir.network, cidr, usable: cidr ? usablePodAddresses(cidr) : 0, allocated: inRange, inUse: inRange - leaked, leaked });
   }
   // The reverse: a pod bound here claims an IP that no allocator on this node reserved.
   if (state.ipam.length > 0) {
     for (const [ip, pod] of live.podIps) {
-      if (reserved.has(ip) || (podCidr && !ipv4InCidr(ip, podCidr))) continue;
+      if (reserved.has(ip) || !inPodCidr(ip)) continue;
       findings.push({
         class: 'pod-ip-unallocated',
         severity: 'leak',
@@ -39,7 +40,7 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
   }
   // Leak class 7 (part): two allocator directories over the node's range hand out the same addresses.
   if (podCidr) {
-    const overlapping = state.ipam.filter((d) => d.reservations.some((r) => ipv4InCidr(r.ip, podCidr)));
+    const overlapping = state.ipam.filter((d) => d.reservations.some((r) => inPodCidr(r.ip)));
     if (overlapping.length > 1) {
       findings.push({
         class: 'duplicate-network-dir',

@@ -5,38 +5,46 @@ import type { CniCacheEntry } from '../state/types.js';
 const CACHE_NAME = /^(.+)-([0-9a-f]{64}|[A-Za-z0-9_.]{8,})-([A-Za-z0-9_.]+)$/;
 
 export function parseCacheEntry(path: string, name: string, content: string | undefined, mtime: number): CniCacheEntry {
-  const fromName = CACHE_NAME.exec(name);
-  const base: CniCacheEntry = {
-    path,
-    format: 'unreadable',
-    networkName: fromName?.[1] ?? '',
-    containerId: fromName?.[2] ?? '',
-    ifName: fromName?.[3] ?? '',
-    ips: [],
-    mtime,
-  };
-  let json: Record<string, unknown>;
+  let json: Record<string, unknown> | undefined;
   try {
     json = JSON.parse(content ?? '') as Record<string, unknown>;
   } catch {
-    return base;
+    json = undefined;
   }
-  if (json.kind === 'cniCacheV1') {
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  if (json?.kind === 'cniCacheV1' && str(json.containerId) && str(json.ifName)) {
     return {
-      ...base,
+      path,
       format: 'cniCacheV1',
-      networkName: typeof json.networkName === 'string' ? json.networkName : base.networkName,
-      containerId: typeof json.containerId === 'string' ? json.containerId : base.containerId,
-      ifName: typeof json.ifName === 'string' ? json.ifName : base.ifName,
-      netns: typeof json.netns === 'string' ? json.netns : undefined,
-      config: typeof json.config === 'string' ? Buffer.from(json.config, 'base64').toString('utf8') : undefined,
+      networkName: str(json.networkName) ?? '',
+      containerId: json.containerId as string,
+      ifName: json.ifName as string,
+      netns: str(json.netns),
+      // Kept encoded: only a DEL replay needs it (cacheConfig decodes it).
+      configBase64: str(json.config),
       cniArgs: Array.isArray(json.cniArgs) ? (json.cniArgs as Array<[string, string]>) : undefined,
       capabilityArgs: (json.capabilityArgs as Record<string, unknown>) ?? undefined,
       result: json.result,
       ips: resultIps(json.result),
+      mtime,
     };
   }
-  return { ...base, format: 'legacy', result: json, ips: resultIps(json) };
+  const fromName = CACHE_NAME.exec(name);
+  return {
+    path,
+    format: json ? 'legacy' : 'unreadable',
+    networkName: fromName?.[1] ?? '',
+    containerId: fromName?.[2] ?? '',
+    ifName: fromName?.[3] ?? '',
+    result: json,
+    ips: resultIps(json),
+    mtime,
+  };
+}
+
+/** The network config the ADD ran with, from a cniCacheV1 entry. */
+export function cacheConfig(entry: CniCacheEntry): string | undefined {
+  return entry.configBase64 === undefined ? undefined : Buffer.from(entry.configBase64, 'base64').toString('utf8');
 }
 
 /** IPs of a CNI result of any version: ips[].address (0.3+), ip4.ip / ip6.ip (0.1, 0.2). */

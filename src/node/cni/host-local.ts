@@ -26,11 +26,18 @@ export function usablePodAddresses(cidr: string): number {
   return Math.max(0, hosts - 1);
 }
 
-export function ipv4InCidr(ip: string, cidr: string): boolean {
+const ipv4ToInt = (a: string) => a.split('.').reduce((acc, part) => (acc << 8) + Number(part), 0) >>> 0;
+
+/** A predicate for "this IPv4 address is in this CIDR", the CIDR parsed once. */
+export function cidrContains(cidr: string): (ip: string) => boolean {
   const [base, bitsText] = cidr.split('/');
-  if (!base || isIP(ip) !== 4 || isIP(base) !== 4) return false;
+  if (!base || isIP(base) !== 4) return () => false;
   const bits = Number(bitsText);
-  const toInt = (a: string) => a.split('.').reduce((acc, part) => (acc << 8) + Number(part), 0) >>> 0;
   const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-  return (toInt(ip) & mask) === (toInt(base) & mask);
+  const network = (ipv4ToInt(base) & mask) >>> 0;
+  return (ip) => isIP(ip) === 4 && ((ipv4ToInt(ip) & mask) >>> 0) === network;
+}
+
+export function ipv4InCidr(ip: string, cidr: string): boolean {
+  return cidrContains(cidr)(ip);
 }

@@ -1,5 +1,6 @@
 import { command } from '../transport/quote.js';
 import type { CniCacheEntry } from '../state/types.js';
+import { cacheConfig } from './cache.js';
 
 // Replaying CNI DEL from libcni's cache, as libcni's own DelNetworkList does: for each plugin of the cached config in
 // reverse, stdin is the plugin's config plus the list's name and cniVersion, the cached result as prevResult
@@ -79,7 +80,7 @@ export function planReplay(
   netns: string,
   fallback: { podCidr?: string; configsByNetwork: Map<string, string> },
 ): DelReplay | { entryPath: string; reason: string } {
-  let config = entry.config;
+  let config = cacheConfig(entry);
   let source: DelReplay['source'] = 'cache';
   if (!config) {
     source = 'rebuilt';

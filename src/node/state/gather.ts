@@ -55,15 +55,22 @@ df -Pk / /var/lib /var/cache 2>/dev/null | body
 sec cni-bin
 for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done | body
 files ${STATE_DIRS.cniConf}
-for d in ${STATE_DIRS.ipam}/*/; do [ -d "$d" ] && files "\${d%/}"; done
-${STATE_DIRS.cniCaches.map((d) => `files ${d}`).join('\n')}
-files ${STATE_DIRS.checkpoints['cri-dockerd']}
-files ${STATE_DIRS.checkpoints.dockershim}
+# The three big parts (IPAM, caches and checkpoints, the runtime) run side by side; their output is joined in order.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+{ for d in ${STATE_DIRS.ipam}/*/; do [ -d "$d" ] && files "\${d%/}"; done; } > "$tmp/ipam" &
+{
+${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
+  files ${STATE_DIRS.checkpoints['cri-dockerd']}
+  files ${STATE_DIRS.checkpoints.dockershim}
+} > "$tmp/cache" &
+{
 if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
   sec docker up
-  timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' | body
+  timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"
+  body < "$tmp/ps"
   sec docker-pids
-  ids=$(timeout 30 docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox)
+  # Only running sandboxes have a process (and a netns to tear down).
+  ids=$(awk -F'\t' '$2 == "running" && $3 == "podsandbox" {print $1}' "$tmp/ps")
   [ -n "$ids" ] && timeout 60 docker inspect --format '{{.Id}}\t{{.State.Pid}}' $ids | body
 elif command -v docker >/dev/null 2>&1; then
   sec docker down
@@ -74,6 +81,9 @@ if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker
   sec crictl-containers
   timeout 60 crictl ps -a -o json | body
 fi
+} > "$tmp/runtime" &
+wait
+cat "$tmp/ipam" "$tmp/cache" "$tmp/runtime"
 sec netns
 ls -1 ${STATE_DIRS.netns} 2>/dev/null | body
 sec links

@@ -47,8 +47,8 @@ export interface CniCacheEntry {
   containerId: string;
   ifName: string;
   netns?: string;
-  /** The network config (conf or conflist JSON) the ADD ran with; cniCacheV1 only. */
-  config?: string;
+  /** The network config (conf or conflist JSON) the ADD ran with, base64 as libcni stores it; cniCacheV1 only. */
+  configBase64?: string;
   cniArgs?: Array<[string, string]>;
   capabilityArgs?: Record<string, unknown>;
   result?: unknown;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCacheEntry } from '../../../src/node/cni/cache.js';
+import { cacheConfig, parseCacheEntry } from '../../../src/node/cni/cache.js';
 import { ipv4InCidr, parseReservation, usablePodAddresses } from '../../../src/node/cni/host-local.js';
 import { delCalls, parseReplayOutput, planReplay, replayScript } from '../../../src/node/cni/replay.js';
 
@@ -24,7 +24,9 @@ describe('libcni cache entries', () => {
   const v1 = JSON.stringify({ kind: 'cniCacheV1', containerId: ID, config: Buffer.from(config).toString('base64'), ifName: 'eth0', networkName: 'net', cniArgs: [['K8S_POD_NAME', 'p']], capabilityArgs: { portMappings: [{ hostPort: 80 }], bandwidth: {} }, result: { cniVersion: '1.0.0', ips: [{ address: '10.0.0.7/24' }] } });
 
   it('reads cniCacheV1 and the legacy result-only form', () => {
-    expect(parseCacheEntry('/c/net-x-eth0', `net-${ID}-eth0`, v1, 1)).toMatchObject({ format: 'cniCacheV1', config, ips: ['10.0.0.7'] });
+    const entry = parseCacheEntry('/c/net-x-eth0', `net-${ID}-eth0`, v1, 1);
+    expect(entry).toMatchObject({ format: 'cniCacheV1', containerId: ID, ips: ['10.0.0.7'] });
+    expect(cacheConfig(entry)).toBe(config);
     const legacy = parseCacheEntry('/c/kubenet', `kubenet-${ID}-eth0`, JSON.stringify({ cniVersion: '0.2.0', ip4: { ip: '10.253.9.21/25' } }), 1);
     expect(legacy).toMatchObject({ format: 'legacy', networkName: 'kubenet', containerId: ID, ifName: 'eth0', ips: ['10.253.9.21'] });
   });

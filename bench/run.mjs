@@ -1,0 +1,2 @@
+// npm run bench: every benchmark, one after another, each printing its figures.
+await import('./audit-node.mjs');
