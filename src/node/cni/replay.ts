@@ -121,7 +121,10 @@ export function replayScript(replays: DelReplay[], binDir: string): string {
         `[ $rc = 0 ] && { out=$(printf '%s' ${command(call.stdin)} | CNI_COMMAND=DEL CNI_CONTAINERID=${command(r.containerId)} CNI_NETNS="$ns" CNI_IFNAME=${command(r.ifName)} CNI_ARGS=${command(r.cniArgs)} CNI_PATH=${command(binDir)} timeout 60 ${command(`${binDir}/${call.type}`)} 2>&1) || rc=$?; }`,
       );
     }
-    lines.push(`if [ $rc = 0 ]; then rm -f ${command(r.entryPath)}; printf 'ok\\t%s\\n' ${command(r.entryPath)}; else printf 'fail\\t%s\\t%s\\n' ${command(r.entryPath)} "$(printf '%s' "$out" | tr '\\n\\t' '  ' | cut -c1-300)"; fi`);
+    // Like the runtime after its teardown: a pinned netns of the sandbox goes too, once no process is in it.
+    const pin = /^\/(var\/)?run\/netns\/[A-Za-z0-9_.-]+$/.test(r.netns) ? r.netns.split('/').pop()! : '';
+    const dropPin = pin ? `; [ -z "$(ip netns pids ${command(pin)} 2>/dev/null)" ] && ip netns delete ${command(pin)} 2>/dev/null` : '';
+    lines.push(`if [ $rc = 0 ]; then rm -f ${command(r.entryPath)}${dropPin}; printf 'ok\\t%s\\n' ${command(r.entryPath)}; else printf 'fail\\t%s\\t%s\\n' ${command(r.entryPath)} "$(printf '%s' "$out" | tr '\\n\\t' '  ' | cut -c1-300)"; fi`);
   }
   return lines.join('\n');
 }

@@ -7,7 +7,9 @@ export interface SshOptions {
   host: string;
   port?: number;
   user: string;
-  privateKeyPath: string;
+  /** A key file, or the key itself (privateKey), e.g. from a Pulumi secret; never logged. */
+  privateKeyPath?: string;
+  privateKey?: string;
   knownHostsPath: string;
   /** An optional jump host, reached first with the same key and known_hosts. */
   bastion?: { host: string; port?: number; user?: string };
@@ -28,9 +30,11 @@ export class SshTransport implements Transport {
   static async connect(options: SshOptions): Promise<SshTransport> {
     const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
     const [privateKey, knownHosts] = await Promise.all([
-      readFile(options.privateKeyPath).catch((cause) => {
-        throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
-      }),
+      options.privateKey !== undefined
+        ? Promise.resolve(Buffer.from(options.privateKey))
+        : readFile(options.privateKeyPath ?? '').catch((cause) => {
+            throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
+          }),
       readFile(options.knownHostsPath, 'utf8').catch((cause) => {
         throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
       }),
@@ -99,7 +103,7 @@ function openClient(
     client.on('error', (err: Error & { level?: string; code?: string }) => {
       if (hostKeyProblem) return reject(hostKeyProblem);
       if (err.level === 'client-authentication') {
-        return reject(new RunbookError('authentication', `${where}: the server refused the key ${options.privateKeyPath}`, { cause: err }));
+        return reject(new RunbookError('authentication', `${where}: the server refused the key ${options.privateKeyPath ?? '(given inline)'}`, { cause: err }));
       }
       reject(new RunbookError('unreachable', `${where}: cannot connect (${err.code ?? err.message})`, { cause: err }));
     });

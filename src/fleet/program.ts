@@ -1,0 +1,103 @@
+import * as pulumi from '@pulumi/pulumi';
+import { Cluster } from '../cluster/api.js';
+import type { List, Node } from '../cluster/types.js';
+import { RunbookError } from '../runbook/errors.js';
+import { observeVersions, type NodeConnection } from './apply.js';
+import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config.js';
+import { NodeRuntimeUpgrade } from './resource.js';
+import { planWaves } from './waves.js';
+
+// `pulumi up`: one NodeRuntimeUpgrade per node, in waves of at most maxUnavailable nodes; each wave waits for the
+// whole wave before it, so a failed node stops every node after it. `pulumi preview` shows each node's current and
+// target versions and changes nothing.
+async function resolveNodes(cluster: Cluster, config: FleetConfig): Promise<Node[]> {
+  const selector = config.nodeSelector ? `?labelSelector=${encodeURIComponent(config.nodeSelector)}` : '';
+  const all = (await cluster.get<List<Node>>(`/api/v1/nodes${selector}`)).items;
+  if (config.nodeSelector) {
+    if (all.length === 0) throw new ConfigError('nodeSelector', `selects no node (${config.nodeSelector})`);
+    return all.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  }
+  const byName = new Map(all.map((n) => [n.metadata.name, n]));
+  const missing = config.nodes!.filter((n) => !byName.has(n));
+  if (missing.length > 0) throw new ConfigError('nodes', `no such node: ${missing.join(', ')}`);
+  return config.nodes!.map((n) => byName.get(n)!);
+}
+
+function connectionFor(config: FleetConfig, node: Node): NodeConnection {
+  const name = node.metadata.name;
+  const container = config.dockerExec?.containers[name];
+  if (container) return { kind: 'docker-exec', container, dockerHost: config.dockerExec?.dockerHost };
+  const [host, port] = (config.ssh.hosts[name] ?? '').split(':');
+  const address = host || node.status?.addresses?.find((a) => a.type === 'InternalIP')?.address || name;
+  return {
+    kind: 'ssh',
+    host: address,
+    port: port ? Number(port) : config.ssh.port,
+    user: config.ssh.user,
+    knownHosts: config.ssh.knownHosts ?? `${process.env.HOME ?? '/root'}/.ssh/known_hosts`,
+    ...(config.ssh.bastion ? { bastion: config.ssh.bastion } : {}),
+  };
+}
+
+/** Installed versions per node, read-only, a few nodes at a time; undefined where the node cannot be reached. */
+async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<Record<string, string> | string>> {
+  const out: Array<Record<string, string> | string> = new Array(nodes.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < nodes.length; i = next++) {
+      try {
+        out[i] = await observeVersions(connections[i]!, config.sshKey, Object.keys(config.targets));
+      } catch (e) {
+        out[i] = e instanceof RunbookError ? e.message : String(e);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(16, nodes.length) }, worker));
+  return out;
+}
+
+export default async function program() {
+  const raw = pulumi.runtime.allConfig();
+  const config = parseFleetConfig(raw);
+  const cfg = new pulumi.Config(CONFIG_NAMESPACE);
+  const cluster = await Cluster.connect({ kubeconfig: config.kubeconfig, context: config.context });
+  const nodes = await resolveNodes(cluster, config);
+  const connections = nodes.map((n) => connectionFor(config, n));
+  const observed = await observeAll(config, nodes, connections);
+  const fmt = (o: Record<string, string> | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o).map(([p, v]) => `${p} ${v}`).join(', '));
+  const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
+  const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
+  for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
+
+  const waves = planWaves(nodes.map((n, i) => i), config.maxUnavailable);
+  const sshKey = cfg.getSecret('sshKey');
+  let previous: NodeRuntimeUpgrade[] = [];
+  const resources: Record<string, NodeRuntimeUpgrade> = {};
+  for (const wave of waves) {
+    previous = wave.map((i) => {
+      const name = nodes[i]!.metadata.name;
+      const seen = observed[i];
+      return (resources[name] = new NodeRuntimeUpgrade(
+        name,
+        {
+          node: name,
+          connection: connections[i]!,
+          kubeconfig: config.kubeconfig,
+          context: config.context,
+          targets: config.targets,
+          drain: config.drain,
+          leaseNamespace: config.leaseNamespace,
+          ...(typeof seen === 'object' ? { observed: seen } : {}),
+          ...(sshKey ? { sshKey } : {}),
+        },
+        { dependsOn: previous, customTimeouts: { create: '60m', update: '60m' } },
+      ));
+    });
+  }
+  return {
+    waves: waves.map((w) => w.map((i) => nodes[i]!.metadata.name)),
+    nodes: Object.fromEntries(
+      Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),
+    ),
+  };
+}

@@ -1,0 +1,66 @@
+import type * as pulumi from '@pulumi/pulumi';
+
+// The dynamic provider for one node's runtime upgrade. Pulumi serializes it into the state and runs it in a separate
+// process: it captures nothing but the library's URL (a string) and loads the library, and every client, inside its
+// methods. check and diff are pure, so `pulumi preview` changes nothing.
+export interface ProviderInputs {
+  node: string;
+  connection: unknown;
+  kubeconfig?: string;
+  context?: string;
+  targets: Record<string, string>;
+  drain: unknown;
+  leaseNamespace: string;
+  /** Installed versions the program saw when it planned; drift from the targets is a change. */
+  observed?: Record<string, string>;
+  sshKey?: string;
+}
+
+export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.ResourceProvider {
+  const run = async (inputs: ProviderInputs) => {
+    const lib = await import(libraryUrl);
+    const { sshKey, observed, ...rest } = inputs;
+    void observed;
+    const started = Date.now();
+    const report = await lib.upgradeFleetNode(rest, sshKey, (line: string) => console.error(line));
+    if (report.exitCode !== 0) {
+      const rolled = report.rollback.map((r: { step: string; status: string }) => `${r.step} ${r.status}`).join(', ');
+      throw new Error(`${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`);
+    }
+    return {
+      node: inputs.node,
+      targets: inputs.targets,
+      result: report.result,
+      runId: report.runId,
+      versionsBefore: report.versions.before,
+      versionsAfter: report.versions.after,
+      steps: report.steps.map((s: { name: string; status: string; summary: string; durationMs: number }) => ({ name: s.name, status: s.status, summary: s.summary, durationMs: s.durationMs })),
+      audit: report.audit ?? null,
+      durationMs: report.durationMs,
+      providerMs: Date.now() - started,
+    };
+  };
+  return {
+    async check(_olds: ProviderInputs, news: ProviderInputs) {
+      const failures = [];
+      if (typeof news.node !== 'string' || news.node === '') failures.push({ property: 'node', reason: 'node is required' });
+      if (!news.targets || Object.keys(news.targets).length === 0) failures.push({ property: 'targets', reason: 'targets are required' });
+      return { inputs: news, failures };
+    },
+    async diff(_id: string, olds: ProviderInputs & { versionsAfter?: Record<string, string> }, news: ProviderInputs) {
+      const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+      const replaces = olds.node === news.node ? [] : ['node'];
+      const current = news.observed ?? olds.versionsAfter;
+      const changes = replaces.length > 0 || !same(olds.targets, news.targets) || !same(current, news.targets);
+      return { changes, replaces, deleteBeforeReplace: true };
+    },
+    async create(inputs: ProviderInputs) {
+      return { id: inputs.node, outs: await run(inputs) };
+    },
+    async update(_id: string, _olds: ProviderInputs, news: ProviderInputs) {
+      return { outs: await run(news) };
+    },
+    // Taking a node out of the fleet's config leaves the node as it is.
+    async delete() {},
+  };
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { parseFleetConfig } from '../../../src/fleet/config.js';
+import { planWaves } from '../../../src/fleet/waves.js';
+
+const base = {
+  'node-maint:nodes': '["real-node","fleet-1","fleet-2","fleet-3"]',
+  'node-maint:targets': '{"containerd":"1.6.20~ds1-1+deb12u3"}',
+  'node-maint:maxUnavailable': '2',
+};
+
+describe('fleet stack config', () => {
+  it('reads a valid config with defaults', () => {
+    const c = parseFleetConfig({ ...base, 'node-maint:ssh': '{"user":"maint","hosts":{"real-node":"127.0.0.1:2222"}}', 'aws:region': 'x' });
+    expect(c).toMatchObject({ nodes: ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'], maxUnavailable: 2, leaseNamespace: 'kube-system', ssh: { user: 'maint', port: 22, hosts: { 'real-node': '127.0.0.1:2222' } } });
+    expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1 });
+  });
+
+  it.each([
+    [{ 'node-maint:maxUnavailble': '2' }, /node-maint:maxUnavailble: unknown key \(did you mean node-maint:maxUnavailable\?\)/],
+    [{ 'node-maint:maxUnavailable': '"two"' }, /node-maint:maxUnavailable: must be a whole number >= 1/],
+    [{ 'node-maint:maxUnavailable': '0' }, /maxUnavailable: must be a whole number >= 1/],
+    [{ 'node-maint:targets': '{"containerd":"latest"}' }, /node-maint:targets: malformed version "latest"/],
+    [{ 'node-maint:nodes': '["ok","bad;node"]' }, /node-maint:nodes: invalid node name/],
+    [{ 'node-maint:drain': '{"ignoreDaemonset":true}' }, /node-maint:drain.ignoreDaemonset: unknown setting \(did you mean drain.ignoreDaemonSets\?\)/],
+    [{ 'node-maint:ssh': '{"port":70000}' }, /node-maint:ssh.port: must be 1-65535/],
+    [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
+    [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
+  ])('names the key of a bad setting: %j', (override, message) => {
+    expect(() => parseFleetConfig({ ...base, ...override })).toThrow(message);
+  });
+
+  it('requires nodes or a selector, and targets', () => {
+    expect(() => parseFleetConfig({ 'node-maint:targets': base['node-maint:targets'] })).toThrow(/node-maint:nodes: set either nodes/);
+    expect(() => parseFleetConfig({ 'node-maint:nodes': base['node-maint:nodes'] })).toThrow(/node-maint:targets: required/);
+  });
+});
+
+describe('waves', () => {
+  it('never puts more than maxUnavailable nodes in one wave, in order', () => {
+    expect(planWaves(['a', 'b', 'c', 'd', 'e'], 2)).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    expect(planWaves(['a'], 3)).toEqual([['a']]);
+    expect(() => planWaves(['a'], 0)).toThrow();
+  });
+});
