@@ -40,6 +40,8 @@ Drain (as kubectl drain):
 Other:
   --output text|json           the final report (progress always goes to stderr)
   --lease-namespace NS         (kube-system)               --ready-timeout DURATION (300s)
+  --budget-wait DURATION       (120s) how long preflight waits for a budget that is at zero only for now (its pods
+                               are being replaced); a budget that forbids all disruption stops the run at once
   -h, --help
 
 Exit codes:
@@ -71,6 +73,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         timeout: { type: 'string' },
         'lease-namespace': { type: 'string' },
         'ready-timeout': { type: 'string' },
+        'budget-wait': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         ...CONNECT_OPTIONS,
       },
@@ -89,6 +92,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       dryRun: values['dry-run'] === true,
       leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
       readyTimeoutSeconds: values['ready-timeout'] ? parseDuration(String(values['ready-timeout']), '--ready-timeout') : DEFAULT_RUN_OPTIONS.readyTimeoutSeconds,
+      budgetWaitSeconds: values['budget-wait'] ? parseDuration(String(values['budget-wait']), '--budget-wait') : DEFAULT_RUN_OPTIONS.budgetWaitSeconds,
       drain: {
         ignoreDaemonSets: values['ignore-daemonsets'] === true,
         deleteEmptyDirData: values['delete-emptydir-data'] === true,

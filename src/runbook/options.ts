@@ -12,6 +12,8 @@ export interface RunOptions {
   leaseDurationSeconds: number;
   /** Refuse to start when the node's /var has less free space than this. */
   minFreeBytes: number;
+  /** How long preflight waits for a PodDisruptionBudget that is at zero only for now. */
+  budgetWaitSeconds: number;
   /** How long start-kubelet waits for the PodCIDR, Ready and the runtime's network. */
   readyTimeoutSeconds: number;
   /** How long a node-side command may run (package installs take the longest). */
@@ -24,6 +26,7 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   leaseNamespace: 'kube-system',
   leaseDurationSeconds: 15,
   minFreeBytes: 256 * 1024 * 1024,
+  budgetWaitSeconds: 120,
   readyTimeoutSeconds: 300,
   commandTimeoutSeconds: 600,
 };
@@ -63,6 +66,7 @@ export function validateRunOptions(options: RunOptions): RunOptions {
     ['--timeout', options.drain.timeoutSeconds],
     ['lease duration', options.leaseDurationSeconds],
     ['ready timeout', options.readyTimeoutSeconds],
+    ['budget wait', options.budgetWaitSeconds],
     ['command timeout', options.commandTimeoutSeconds],
   ];
   for (const [what, value] of positive) {

@@ -8,7 +8,7 @@ import { detectFlavor, runtimeUnits } from '../node/runtime/flavor.js';
 import { run } from '../node/transport/index.js';
 import { RunbookError } from '../runbook/errors.js';
 import type { PriorState } from '../runbook/journal.js';
-import type { Step, StepPlan } from '../runbook/step.js';
+import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { daemonSetKeys } from './drain.js';
 
 export interface PreflightPlan extends StepPlan {
@@ -53,18 +53,7 @@ export const preflight: Step<PreflightPlan> = {
     };
     const runtimeDown = prior.runtimeServices.some((u) => !state.services[u]?.active);
     const maintenanceNeeded = ctx.resuming || changes.length > 0 || runtimeDown;
-    if (maintenanceNeeded && !ctx.resuming) {
-      // PodDisruptionBudgets are checked before cordoning: a drain that cannot finish never starts.
-      const pods = await listPodsOnNode(ctx.cluster, options.node);
-      const verdicts = classifyPods(pods, options.drain, await daemonSetKeys(ctx.cluster));
-      const refused = refusalMessage(verdicts);
-      if (refused) throw new RunbookError('preflight', `drain would fail: ${refused}`);
-      const budgets = await ctx.cluster.get<List<PodDisruptionBudget>>('/apis/policy/v1/poddisruptionbudgets');
-      const blocks = budgetBlocks(verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod), budgets.items);
-      if (blocks.length > 0) {
-        throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node}: ${blockMessage(blocks)}`, { details: blocks });
-      }
-    }
+    if (maintenanceNeeded && !ctx.resuming) await checkDrainable(ctx);
     const summary = [
       `${flavor}+${net.mode}`,
       ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p]} -> ${v}`),
@@ -75,3 +64,29 @@ export const preflight: Step<PreflightPlan> = {
   async apply() {},
   async verify() {},
 };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * PodDisruptionBudgets are checked before cordoning: a drain that cannot finish never starts. A budget that forbids
+ * every disruption stops the run at once; one that is only at zero for now (replacements of pods evicted elsewhere
+ * not Ready yet, as in a fleet's next wave) is waited for, a bounded time, before it counts as a block.
+ */
+async function checkDrainable(ctx: RunContext): Promise<void> {
+  const { options } = ctx;
+  const deadline = Date.now() + options.budgetWaitSeconds * 1000;
+  for (;;) {
+    const pods = await listPodsOnNode(ctx.cluster, options.node);
+    const verdicts = classifyPods(pods, options.drain, await daemonSetKeys(ctx.cluster));
+    const refused = refusalMessage(verdicts);
+    if (refused) throw new RunbookError('preflight', `drain would fail: ${refused}`);
+    const budgets = await ctx.cluster.get<List<PodDisruptionBudget>>('/apis/policy/v1/poddisruptionbudgets');
+    const blocks = budgetBlocks(verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod), budgets.items);
+    if (blocks.length === 0) return;
+    if (blocks.some((b) => b.permanent) || Date.now() > deadline) {
+      throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node}: ${blockMessage(blocks)}`, { details: blocks });
+    }
+    ctx.progress(`waiting for budgets: ${blockMessage(blocks)}`);
+    await sleep(2_000);
+  }
+}

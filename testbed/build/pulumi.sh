@@ -3,9 +3,9 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
-# The language host's own module is not served by the proxy; the last sdk/v3 that still carried it is.
 # The checksum database behind the proxy does not answer for these modules; the proxy itself is still TLS.
 export GOSUMDB=off
+# The language host's own module is not served by the proxy; the last sdk/v3 that still carried it is.
 LANGUAGE_HOST_SDK=${LANGUAGE_HOST_SDK:-v3.68.0}
 out="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
 lock_build "$(basename "$out")"
@@ -42,10 +42,13 @@ go mod tidy >/dev/null 2>&1 || true
 go build -trimpath -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
   -o "$out.tmp/pulumi-language-nodejs" github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs
 
-# Dynamic providers run in this shim; it is not in the npm package, so the bed writes it (the program's own SDK).
+# Dynamic providers run in this shim, with the program's own SDK: it is not in the npm package, so the bed writes it.
+# The engine starts it in the program's directory; the SDK is in the nearest node_modules above.
 cat > "$out.tmp/pulumi-resource-pulumi-nodejs" <<'SHIM'
 #!/bin/sh
-exec node "$PWD/node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js" "$@"
+d=$PWD
+while [ "$d" != / ] && [ ! -f "$d/node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js" ]; do d=$(dirname "$d"); done
+exec node "$d/node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js" "$@"
 SHIM
 chmod +x "$out.tmp/pulumi-resource-pulumi-nodejs"
 touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"

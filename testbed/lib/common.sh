@@ -41,21 +41,24 @@ BED_DOCKER="docker -H unix://$BED_DOCKER_SOCK"
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
 
-# A bed-owned background process: started detached, its PID recorded so that down ends exactly it.
+# A bed-owned background process: started detached, its PID and start time recorded, so that down ends exactly it
+# and a machine restored from a snapshot (dead processes, stale PID files) is never mistaken for a running bed.
+proc_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $20}'; }
 start_bg() {
   local name=$1; shift
   mkdir -p "$TB_RUN/pids" "$TB_LOGS"
   if bg_alive "$name"; then return 0; fi
   setsid "$@" </dev/null >>"$TB_LOGS/$name.log" 2>&1 &
-  echo $! > "$TB_RUN/pids/$name.pid"
+  local pid=$!
+  echo "$pid $(proc_start "$pid")" > "$TB_RUN/pids/$name.pid"
 }
-bg_pid() { cat "$TB_RUN/pids/$1.pid" 2>/dev/null; }
-bg_alive() { local p; p=$(bg_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+bg_pid() { local pid started; read -r pid started < "$TB_RUN/pids/$1.pid" 2>/dev/null || return 1; [ -n "$started" ] && [ "$(proc_start "$pid")" = "$started" ] && echo "$pid"; }
+bg_alive() { bg_pid "$1" >/dev/null; }
 stop_bg() {
-  local name=$1 p; p=$(bg_pid "$name") || return 0
-  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+  local name=$1 p
+  if p=$(bg_pid "$name"); then
     kill -TERM "$p" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    for _ in $(seq 50); do [ -n "$(proc_start "$p")" ] || break; sleep 0.2; done
     kill -KILL "$p" 2>/dev/null || true
   fi
   rm -f "$TB_RUN/pids/$name.pid"

@@ -85,8 +85,10 @@ start_fleet_host() { # INDEX
   install -m 0644 "$SSH_KEY.pub" "$etc/authorized_keys"
   write_fleet_units "$etc/units"
   echo "runtime-endpoint: unix:///run/containerd/containerd.sock" > "$etc/crictl.yaml"
-  # A container made from other binaries or mounts than this up would use is replaced, not reused.
-  local cfg; cfg=$(printf '%s\n' "$FLEET_IMAGE" "$TB_ROOT" "$K8S_BIN" "$CRICTL_BIN" "$LOCAL_APT_REPO" "$(declare -f start_fleet_host)" | sha256sum | cut -c1-12)
+  # A container made from other binaries, mounts or scripts than this up would use is replaced, not reused (a mounted
+  # file that git replaces keeps its old inode inside the container).
+  local cfg; cfg=$(printf '%s\n' "$FLEET_IMAGE" "$TB_ROOT" "$K8S_BIN" "$CRICTL_BIN" "$LOCAL_APT_REPO" "$(declare -f start_fleet_host)" \
+    "$(cat "$TB_ROOT"/fleet/* "$TB_ROOT/node/systemctl")" | sha256sum | cut -c1-12)
   if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
     $BED_DOCKER rm -f "$c" >/dev/null 2>&1 || true
   fi

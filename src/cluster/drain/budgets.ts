@@ -7,6 +7,18 @@ export interface BudgetBlock {
   pod: string;
   budgets: string[];
   reason: string;
+  /** True when the budget can never allow it as written (maxUnavailable 0, minAvailable all); false when it may once
+   *  replacement pods are ready (the budget is only at 0 for now). */
+  permanent: boolean;
+}
+
+/** A budget that, as written, can never allow a voluntary disruption. */
+export function forbidsAllDisruption(budget: PodDisruptionBudget): boolean {
+  const { maxUnavailable, minAvailable } = budget.spec;
+  if (maxUnavailable === 0 || maxUnavailable === '0%') return true;
+  if (minAvailable === '100%') return true;
+  const expected = budget.status?.expectedPods;
+  return typeof minAvailable === 'number' && expected !== undefined && minAvailable >= expected;
 }
 
 const budgetKey = (b: PodDisruptionBudget) => `${b.metadata.namespace}/${b.metadata.name}`;
@@ -23,7 +35,7 @@ export function budgetBlocks(pods: Pod[], budgets: PodDisruptionBudget[]): Budge
       (b) => b.metadata.namespace === pod.metadata.namespace && matchesSelector(b.spec.selector, pod.metadata.labels),
     );
     if (covering.length > 1) {
-      blocks.push({ pod: podKey(pod), budgets: covering.map(budgetKey), reason: 'more than one PodDisruptionBudget selects it' });
+      blocks.push({ pod: podKey(pod), budgets: covering.map(budgetKey), reason: 'more than one PodDisruptionBudget selects it', permanent: true });
       continue;
     }
     const budget = covering[0];
@@ -34,7 +46,13 @@ export function budgetBlocks(pods: Pod[], budgets: PodDisruptionBudget[]): Budge
       const healthy = (budget.status?.currentHealthy ?? 0) >= (budget.status?.desiredHealthy ?? 0);
       if (budget.spec.unhealthyPodEvictionPolicy === 'AlwaysAllow' || healthy) continue;
     }
-    blocks.push({ pod: podKey(pod), budgets: [budgetKey(budget)], reason: 'its PodDisruptionBudget allows no disruption' });
+    const permanent = forbidsAllDisruption(budget);
+    blocks.push({
+      pod: podKey(pod),
+      budgets: [budgetKey(budget)],
+      reason: permanent ? 'its PodDisruptionBudget allows no disruption' : `its PodDisruptionBudget allows no disruption now (${budget.status?.currentHealthy ?? 0} healthy, ${budget.status?.desiredHealthy ?? 0} needed)`,
+      permanent,
+    });
   }
   return blocks;
 }

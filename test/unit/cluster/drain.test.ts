@@ -45,10 +45,13 @@ describe('drain classification (kubectl drain semantics)', () => {
 });
 
 describe('PodDisruptionBudget feasibility before cordon', () => {
-  it('blocks a pod whose only budget allows no disruption, names the budget', () => {
-    expect(budgetBlocks([pod('ledger-1', owned('ReplicaSet', 'l'))], [budget('ledger', 'ledger', 0)])).toEqual([
-      { pod: 'ns/ledger-1', budgets: ['ns/ledger'], reason: 'its PodDisruptionBudget allows no disruption' },
+  it('blocks a pod whose only budget allows no disruption, names the budget, and says if that can change', () => {
+    expect(budgetBlocks([pod('ledger-1', owned('ReplicaSet', 'l'))], [budget('ledger', 'ledger', 0, { maxUnavailable: 0 })])).toEqual([
+      { pod: 'ns/ledger-1', budgets: ['ns/ledger'], reason: 'its PodDisruptionBudget allows no disruption', permanent: true },
     ]);
+    const forNow = budgetBlocks([pod('web-1')], [{ ...budget('web', 'web', 0, { minAvailable: 2 }), status: { disruptionsAllowed: 0, currentHealthy: 2, desiredHealthy: 2, expectedPods: 4 } }]);
+    expect(forNow).toEqual([{ pod: 'ns/web-1', budgets: ['ns/web'], reason: 'its PodDisruptionBudget allows no disruption now (2 healthy, 2 needed)', permanent: false }]);
+    expect(budgetBlocks([pod('db-1')], [{ ...budget('db', 'db', 0, { minAvailable: 3 }), status: { disruptionsAllowed: 0, expectedPods: 3 } }])[0]!.permanent).toBe(true);
   });
   it('lets pods go when the budget allows, or an unready pod under a healthy budget', () => {
     expect(budgetBlocks([pod('web-1')], [budget('web', 'web', 1)])).toEqual([]);

@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { bed, kubectl, sh } from './bed.js';
+
+// The real Pulumi CLI the bed built, on a local file backend, with a private PULUMI_HOME and a throwaway stack.
+const exec = promisify(execFile);
+
+export interface PulumiStack {
+  dir: string;
+  configFile: string;
+  run(args: string[], options?: { allowFailure?: boolean }): Promise<{ code: number; stdout: string; stderr: string; ms: number }>;
+  set(key: string, value: string, secret?: boolean): Promise<void>;
+  stateText(): string;
+}
+
+export async function newStack(name: string): Promise<PulumiStack> {
+  const dir = mkdtempSync('/tmp/node-maint-pulumi-');
+  mkdirSync(join(dir, 'state'));
+  const env = {
+    ...process.env,
+    PATH: `${bed().pulumiDir}:${process.env.PATH}`,
+    PULUMI_HOME: join(dir, 'home'),
+    PULUMI_BACKEND_URL: `file://${join(dir, 'state')}`,
+    PULUMI_CONFIG_PASSPHRASE: 'node-maint-test',
+    PULUMI_SKIP_UPDATE_CHECK: 'true',
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
+  };
+  const configFile = join(dir, `Pulumi.${name}.yaml`);
+  const run: PulumiStack['run'] = async (args, options = {}) => {
+    const t0 = Date.now();
+    try {
+      const withConfig = ['preview', 'up', 'refresh', 'destroy'].includes(args[0]!) ? ['--config-file', configFile] : [];
+      const { stdout, stderr } = await exec('pulumi', [...args, '--non-interactive', ...withConfig], { env, maxBuffer: 64 * 2 ** 20, timeout: 1_800_000 });
+      return { code: 0, stdout, stderr, ms: Date.now() - t0 };
+    } catch (e) {
+      const err = e as { code?: number; stdout?: string; stderr?: string };
+      if (!options.allowFailure) throw new Error(`pulumi ${args.join(' ')} failed: ${err.stdout}\n${err.stderr}`);
+      return { code: err.code ?? 1, stdout: err.stdout ?? '', stderr: err.stderr ?? '', ms: Date.now() - t0 };
+    }
+  };
+  await run(['stack', 'init', name]);
+  const stack: PulumiStack = {
+    dir,
+    configFile,
+    run,
+    async set(key, value, secret = false) {
+      const child = execFile('pulumi', ['config', 'set', ...(secret ? ['--secret'] : []), '--config-file', configFile, `node-maint:${key}`], { env });
+      child.stdin!.end(value);
+      await new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(null) : reject(new Error(`config set ${key}: ${code}`)))));
+    },
+    stateText: () => readFileSync(join(dir, 'state', '.pulumi', 'stacks', 'node-maint', `${name}.json`), 'utf8'),
+  };
+  return stack;
+}
+
+/** The bed's fleet as stack config: every node over SSH as the non-root user, the key as a secret. */
+export async function configureBedFleet(stack: PulumiStack, nodes: string[], maxUnavailable: number): Promise<void> {
+  const b = bed();
+  await stack.set('nodes', JSON.stringify(nodes));
+  await stack.set('targets', JSON.stringify({ containerd: b.containerd.new }));
+  await stack.set('maxUnavailable', String(maxUnavailable));
+  await stack.set('kubeconfig', b.kubeconfig);
+  await stack.set('ssh', JSON.stringify({ user: b.sshUser, knownHosts: b.knownHosts, hosts: Object.fromEntries(b.nodes.map((n) => [n.name, `127.0.0.1:${n.sshPort}`])) }));
+  await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5 }));
+  await stack.set('sshKey', readFileSync(b.sshKey, 'utf8'), true);
+}
+
+export const FLEET = ['fleet-1', 'fleet-2', 'real-node', 'fleet-3'];
+
+export async function onFleetHost(node: string, script: string): Promise<string> {
+  const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'exec', `tb-${node}`, 'sh', '-c', script], { maxBuffer: 16 * 2 ** 20 });
+  return stdout;
+}
+
+export const fleetContainerd = async (node: string) =>
+  (node === bed().realNode ? await sh("dpkg-query -W -f='${Version}' containerd") : await onFleetHost(node, "dpkg-query -W -f='${Version}' containerd")).trim();
+
+/** Fleet hosts back at the old containerd (through their apt), schedulable, no runbook Lease. */
+export async function resetFleetHosts(): Promise<void> {
+  const b = bed();
+  for (const n of b.nodes.filter((x) => x.container)) {
+    await onFleetHost(n.name, `rm -f /etc/apt/apt.conf.d/99node-maint-test-fail
+      if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${b.containerd.old}' ]; then
+        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
+      fi
+      systemctl start containerd kubelet`);
+    await kubectl('uncordon', n.name);
+    await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${n.name}`, '--ignore-not-found');
+  }
+}
