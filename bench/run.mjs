@@ -1,2 +1,3 @@
 // npm run bench: every benchmark, one after another, each printing its figures.
 await import('./audit-node.mjs');
+await import('./fleet-preview.mjs');

@@ -1,14 +1,13 @@
-import { parseArgs } from 'node:util';
 import { auditLiveNode } from '../leaks/index.js';
 import { reclaimNode } from '../leaks/reclaim/index.js';
 import type { Transport } from '../node/transport/index.js';
-import { ExitCode, RunbookError } from '../runbook/errors.js';
-import { validateNodeName } from '../runbook/options.js';
+import { ExitCode } from '../runbook/errors.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration } from './duration.js';
 import { connectNode } from './node-access.js';
 import { renderAudit } from './render-audit.js';
-import { outputFormat, processIo, reportFailure, type CliIo } from './io.js';
+import { runCommand, singleNode } from './command.js';
+import { processIo, type CliIo } from './io.js';
 
 export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json] [options]
 
@@ -35,58 +34,37 @@ Exit codes: 0 clean (after --reclaim: nothing left); 13 findings (left); 2 usage
 5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
-  let json = false;
   let transport: Transport | undefined;
+  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, ...CONNECT_OPTIONS } as const;
   try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        reclaim: { type: 'boolean' },
-        interval: { type: 'string' },
-        grace: { type: 'string' },
-        output: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        ...CONNECT_OPTIONS,
-      },
+    return await runCommand(argv, io, { options, help: AUDIT_HELP }, async (flags, positionals, json) => {
+      const node = singleNode(positionals);
+      const interval = flags.interval ? parseDuration(String(flags.interval), '--interval') : 5;
+      const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
+      const access = await connectNode(node, flags);
+      transport = access.transport;
+      const started = Date.now();
+      if (!flags.reclaim) {
+        const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
+        io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
+        return report.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
+      }
+      const result = await reclaimNode({
+        cluster: access.cluster,
+        transport,
+        node,
+        intervalSeconds: interval,
+        graceSeconds: grace,
+        onPlan: (lines) => io.stderr(`reclaim plan for ${node} (${lines.length} action(s)):\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
+      });
+      if (json) {
+        io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
+      } else {
+        const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...result.calico.map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
+        io.stdout(`Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n\nAfter:\n${renderAudit(result.after)}\n`);
+      }
+      return result.after.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
     });
-    if (values.help) {
-      io.stdout(`${AUDIT_HELP}\n`);
-      return ExitCode.ok;
-    }
-    json = outputFormat(values.output);
-    if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
-    const node = validateNodeName(positionals[0]!);
-    const interval = values.interval ? parseDuration(values.interval, '--interval') : 5;
-    const grace = values.grace ? parseDuration(values.grace, '--grace') : 120;
-    const access = await connectNode(node, values);
-    transport = access.transport;
-    const started = Date.now();
-    if (!values.reclaim) {
-      const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
-      io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
-      return report.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
-    }
-    const result = await reclaimNode({
-      cluster: access.cluster,
-      transport,
-      node,
-      intervalSeconds: interval,
-      graceSeconds: grace,
-      onPlan: (lines) => io.stderr(`reclaim plan for ${node} (${lines.length} action(s)):\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
-    });
-    if (json) {
-      io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
-    } else {
-      const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...result.calico.map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
-      io.stdout(`Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n\nAfter:\n${renderAudit(result.after)}\n`);
-    }
-    return result.after.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
-  } catch (error) {
-    return reportFailure(error, json, io);
   } finally {
     await transport?.close();
   }

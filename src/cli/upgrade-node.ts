@@ -1,12 +1,11 @@
-import { parseArgs } from 'node:util';
 import type { Transport } from '../node/transport/index.js';
-import { ExitCode, RunbookError } from '../runbook/errors.js';
-import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, type RunOptions } from '../runbook/options.js';
+import { DEFAULT_RUN_OPTIONS, parseTargets, type RunOptions } from '../runbook/options.js';
 import { renderReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration, parseInteger } from './duration.js';
-import { outputFormat, processIo, reportFailure, type CliIo } from './io.js';
+import { runCommand, singleNode } from './command.js';
+import { processIo, type CliIo } from './io.js';
 import { connectNode } from './node-access.js';
 import { progressPrinter } from './progress.js';
 
@@ -52,62 +51,47 @@ Exit codes:
   11 a step failed and the node was rolled back     12 a step failed and the rollback failed too
   13 the leak audit found leaks after the upgrade`;
 
+const UPGRADE_OPTIONS = {
+  to: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  'ignore-daemonsets': { type: 'boolean' },
+  'delete-emptydir-data': { type: 'boolean' },
+  force: { type: 'boolean' },
+  'grace-period': { type: 'string' },
+  timeout: { type: 'string' },
+  'lease-namespace': { type: 'string' },
+  'ready-timeout': { type: 'string' },
+  'budget-wait': { type: 'string' },
+  ...CONNECT_OPTIONS,
+} as const;
+
 export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
-  let json = false;
   let transport: Transport | undefined;
   try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        to: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        output: { type: 'string' },
-        'ignore-daemonsets': { type: 'boolean' },
-        'delete-emptydir-data': { type: 'boolean' },
-        force: { type: 'boolean' },
-        'grace-period': { type: 'string' },
-        timeout: { type: 'string' },
-        'lease-namespace': { type: 'string' },
-        'ready-timeout': { type: 'string' },
-        'budget-wait': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        ...CONNECT_OPTIONS,
-      },
+    return await runCommand(argv, io, { options: UPGRADE_OPTIONS, help: UPGRADE_HELP }, async (values, positionals, json) => {
+      const seconds = (flag: string, fallback: number) => (values[flag] ? parseDuration(String(values[flag]), `--${flag}`) : fallback);
+      const options: RunOptions = {
+        ...DEFAULT_RUN_OPTIONS,
+        node: singleNode(positionals),
+        targets: parseTargets(String(values.to ?? '')),
+        dryRun: values['dry-run'] === true,
+        leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
+        readyTimeoutSeconds: seconds('ready-timeout', DEFAULT_RUN_OPTIONS.readyTimeoutSeconds),
+        budgetWaitSeconds: seconds('budget-wait', DEFAULT_RUN_OPTIONS.budgetWaitSeconds),
+        drain: {
+          ignoreDaemonSets: values['ignore-daemonsets'] === true,
+          deleteEmptyDirData: values['delete-emptydir-data'] === true,
+          force: values.force === true,
+          gracePeriodSeconds: values['grace-period'] ? parseInteger(String(values['grace-period']), '--grace-period') : -1,
+          timeoutSeconds: seconds('timeout', DEFAULT_RUN_OPTIONS.drain.timeoutSeconds),
+        },
+      };
+      const access = await connectNode(options.node, values);
+      transport = access.transport;
+      const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
+      io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
+      return report.exitCode;
     });
-    if (values.help) {
-      io.stdout(`${UPGRADE_HELP}\n`);
-      return ExitCode.ok;
-    }
-    json = outputFormat(values.output);
-    if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
-    const node = validateNodeName(positionals[0]!);
-    const options: RunOptions = {
-      ...DEFAULT_RUN_OPTIONS,
-      node,
-      targets: parseTargets(String(values.to ?? '')),
-      dryRun: values['dry-run'] === true,
-      leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
-      readyTimeoutSeconds: values['ready-timeout'] ? parseDuration(String(values['ready-timeout']), '--ready-timeout') : DEFAULT_RUN_OPTIONS.readyTimeoutSeconds,
-      budgetWaitSeconds: values['budget-wait'] ? parseDuration(String(values['budget-wait']), '--budget-wait') : DEFAULT_RUN_OPTIONS.budgetWaitSeconds,
-      drain: {
-        ignoreDaemonSets: values['ignore-daemonsets'] === true,
-        deleteEmptyDirData: values['delete-emptydir-data'] === true,
-        force: values.force === true,
-        gracePeriodSeconds: values['grace-period'] ? parseInteger(String(values['grace-period']), '--grace-period') : -1,
-        timeoutSeconds: values.timeout ? parseDuration(String(values.timeout), '--timeout') : DEFAULT_RUN_OPTIONS.drain.timeoutSeconds,
-      },
-    };
-    const access = await connectNode(node, values);
-    transport = access.transport;
-    const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
-    io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
-    return report.exitCode;
-  } catch (error) {
-    return reportFailure(error, json, io);
   } finally {
     await transport?.close();
   }

@@ -1,20 +1,14 @@
 import type * as pulumi from '@pulumi/pulumi';
+import type { NodeUpgradeInputs } from './apply.js';
 
 // The dynamic provider for one node's runtime upgrade. Pulumi serializes it into the state and runs it in a separate
 // process: it captures nothing but the library's URL (a string) and loads the library, and every client, inside its
 // methods. check and diff are pure, so `pulumi preview` changes nothing.
-export interface ProviderInputs {
-  node: string;
-  connection: unknown;
-  kubeconfig?: string;
-  context?: string;
-  targets: Record<string, string>;
-  drain: unknown;
-  leaseNamespace: string;
+export type ProviderInputs = NodeUpgradeInputs & {
   /** Installed versions the program saw when it planned; drift from the targets is a change. */
   observed?: Record<string, string>;
   sshKey?: string;
-}
+};
 
 export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.ResourceProvider {
   const run = async (inputs: ProviderInputs) => {

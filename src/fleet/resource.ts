@@ -1,21 +1,15 @@
 import * as pulumi from '@pulumi/pulumi';
 import { nodeUpgradeProvider } from './provider.js';
-import type { NodeConnection } from './apply.js';
-import type { DrainOptions } from '../cluster/drain/filters.js';
+import type { NodeUpgradeInputs } from './apply.js';
 
-export interface NodeRuntimeUpgradeArgs {
-  node: string;
-  connection: NodeConnection;
-  kubeconfig?: string;
-  context?: string;
-  targets: Record<string, string>;
-  drain: DrainOptions;
-  leaseNamespace: string;
+export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
+  /** Installed versions the program saw when it planned. */
   observed?: Record<string, string>;
   sshKey?: pulumi.Input<string>;
 }
 
-const LIBRARY = new URL('./apply.js', import.meta.url).href;
+// One provider for every node: Pulumi serializes a provider object once and reuses the text.
+const PROVIDER = nodeUpgradeProvider(new URL('./apply.js', import.meta.url).href);
 
 /** One node's container runtime upgrade (pulumi-nodejs:dynamic/node-maint:NodeRuntimeUpgrade). */
 export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
@@ -28,7 +22,7 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
 
   constructor(name: string, args: NodeRuntimeUpgradeArgs, opts?: pulumi.CustomResourceOptions) {
     super(
-      nodeUpgradeProvider(LIBRARY),
+      PROVIDER,
       name,
       { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined },
       { ...opts, additionalSecretOutputs: ['sshKey'] },

@@ -1,0 +1,56 @@
+// Benchmark: `pulumi preview` of a fleet of 1,000 API-only kwok nodes (the program resolves the selector, tries to
+// observe each node's versions, plans one resource per node in waves), against `kubectl get nodes` of the same
+// nodes, in the same run. Registers the nodes through the test bed and removes them afterwards.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { median } from './bench-node.mjs';
+
+const COUNT = Number(process.env.BENCH_NODES ?? 1000);
+const RUNS = 3;
+const env = JSON.parse(readFileSync('/var/lib/node-maint-testbed/env.json', 'utf8'));
+const kubectl = (...args) => execFileSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
+const time = (fn) => {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+};
+
+const t0 = performance.now();
+execFileSync('bash', ['testbed/up', '--kwok-only', String(COUNT)], { stdio: ['ignore', 'ignore', 'inherit'] });
+console.log(`registered ${COUNT} API-only kwok nodes in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+try {
+  const dir = mkdtempSync('/tmp/node-maint-bench-');
+  const penv = {
+    ...process.env,
+    PATH: `${env.pulumiDir}:${process.env.PATH}`,
+    PULUMI_HOME: join(dir, 'home'),
+    PULUMI_BACKEND_URL: `file://${dir}`,
+    PULUMI_CONFIG_PASSPHRASE: 'bench',
+    PULUMI_SKIP_UPDATE_CHECK: 'true',
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
+  };
+  const configFile = join(dir, 'Pulumi.bench.yaml');
+  const pulumi = (...args) => execFileSync('pulumi', args, { env: penv, encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
+  pulumi('stack', 'init', 'bench', '--non-interactive');
+  pulumi('config', 'set', '--config-file', configFile, 'node-maint:nodeSelector', 'node-maint.io/testbed=api-only');
+  pulumi('config', 'set', '--config-file', configFile, 'node-maint:targets', JSON.stringify({ containerd: env.containerd.new }));
+  pulumi('config', 'set', '--config-file', configFile, 'node-maint:maxUnavailable', '50');
+  pulumi('config', 'set', '--config-file', configFile, 'node-maint:kubeconfig', env.kubeconfig);
+  const previews = [];
+  const listings = [];
+  let planned = '';
+  for (let i = 0; i < RUNS; i++) {
+    previews.push(time(() => (planned = pulumi('preview', '--non-interactive', '--config-file', configFile))));
+    listings.push(time(() => kubectl('get', 'nodes', '-l', 'node-maint.io/testbed=api-only', '-o', 'wide')));
+  }
+  console.log(`pulumi preview plan: ${(/\+ (\d+) to create/.exec(planned) ?? [])[1] ?? '?'} resources to create`);
+  console.log(`pulumi preview, ${COUNT} nodes: median ${(median(previews) / 1000).toFixed(1)} s [${previews.map((t) => (t / 1000).toFixed(1)).join(', ')}]`);
+  console.log(`kubectl get nodes, same nodes: median ${(median(listings) / 1000).toFixed(2)} s [${listings.map((t) => (t / 1000).toFixed(2)).join(', ')}]`);
+  console.log(`ratio preview / kubectl get nodes: ${(median(previews) / median(listings)).toFixed(1)}x (preview also plans ${COUNT} resources and tries each node's SSH)`);
+} finally {
+  const t1 = performance.now();
+  kubectl('delete', 'nodes', '-l', 'node-maint.io/testbed=api-only', '--wait=false');
+  console.log(`removed the API-only nodes in ${((performance.now() - t1) / 1000).toFixed(0)} s`);
+}

@@ -1,0 +1,42 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ExitCode, RunbookError } from '../runbook/errors.js';
+import { validateNodeName } from '../runbook/options.js';
+import { outputFormat, reportFailure, type CliIo } from './io.js';
+
+// What every entry point does the same way: strict flags (a typo is a usage error), --help, --output, the cluster
+// flags, and failures turned into a line on stderr (JSON on stdout with --output json) and an exit code.
+type Options = NonNullable<ParseArgsConfig['options']>;
+export type Flags = Record<string, string | boolean | undefined> & { output?: string; kubeconfig?: string; context?: string };
+
+const COMMON: Options = {
+  output: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export async function runCommand(
+  argv: string[],
+  io: CliIo,
+  spec: { options: Options; help: string },
+  body: (flags: Flags, positionals: string[], json: boolean) => Promise<number>,
+): Promise<number> {
+  let json = false;
+  try {
+    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...spec.options, ...COMMON } });
+    const flags = values as Flags;
+    if (flags.help) {
+      io.stdout(`${spec.help}\n`);
+      return ExitCode.ok;
+    }
+    json = outputFormat(flags.output);
+    return await body(flags, positionals, json);
+  } catch (error) {
+    return reportFailure(error, json, io);
+  }
+}
+
+export function singleNode(positionals: string[]): string {
+  if (positionals.length !== 1) throw new RunbookError('usage', `expected exactly one NODE argument (got ${positionals.length}); see --help`);
+  return validateNodeName(positionals[0]!);
+}
