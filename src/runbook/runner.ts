@@ -66,10 +66,8 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     backups: journal.backups,
   };
   const applied: Step[] = [];
-  let current: Step | undefined;
   try {
-    current = STEPS[0]!;
-    const pre = (await runStep(ctx, current, 0, steps, emit)) as PreflightPlan;
+    const pre = (await runStep(ctx, STEPS[0]!, 0, steps, emit)) as PreflightPlan;
     report.versions.before = pre.prior.packages;
     journal.prior = pre.prior;
     if (!options.dryRun && pre.maintenanceNeeded) {
@@ -78,7 +76,6 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     }
     for (const [i, step] of STEPS.entries()) {
       if (i === 0) continue;
-      current = step;
       if (!pre.maintenanceNeeded && step.name !== 'verify') {
         steps.set(step.name, { ...steps.get(step.name)!, status: 'nothing-to-do', summary: 'runtime already at target' });
         emit({ type: 'step', phase: 'nothing-to-do', step: step.name, summary: 'runtime already at target', durationMs: 0, actions: [] });
@@ -103,13 +100,12 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       report.audit = summarize(details as Parameters<typeof summarize>[0]);
       report.result = 'leaks-found';
       journal.status = 'completed';
-    } else if (!options.dryRun && applied.length + (current ? 1 : 0) > 0 && journal.prior) {
+    } else if (!options.dryRun && applied.length > 0) {
       // What was done is undone, newest first; the failed step too, since it may have half-changed the node.
-      const undo = [...new Set([...applied, ...(current ? [current] : [])])].reverse();
-      const ok = await rollback(ctx, undo, report, emit);
+      const ok = await rollback(ctx, [...applied].reverse(), report, emit);
       journal.status = ok ? 'rolled-back' : 'rollback-failed';
       report.result = ok ? 'rolled-back' : 'rollback-failed';
-      report.exitCode = ok ? (code === 'blockedByBudget' || code === 'locked' ? report.exitCode : ExitCode.stepFailedRolledBack) : ExitCode.rollbackFailed;
+      report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
       journal.error = report.error.message;
     }
   } finally {
@@ -141,8 +137,7 @@ async function runStep(
     const plan = await step.plan(ctx);
     (ctx.planned as Record<string, StepPlan>)[step.name] = plan;
     Object.assign(record, { summary: plan.summary, actions: plan.actions, detail: plan.detail });
-    const alwaysApply = (step as { alwaysApply?: boolean }).alwaysApply === true;
-    if (ctx.options.dryRun || (plan.actions.length === 0 && !alwaysApply)) {
+    if (ctx.options.dryRun || (plan.actions.length === 0 && !step.alwaysApply)) {
       const phase = ctx.options.dryRun ? 'planned' : 'nothing-to-do';
       Object.assign(record, { status: phase, durationMs: Date.now() - t0 });
       if (!ctx.options.dryRun && step.name !== 'preflight') {
@@ -152,7 +147,8 @@ async function runStep(
       emit({ type: 'step', phase, step: step.name, summary: plan.summary, durationMs: record.durationMs, actions: plan.actions });
       return plan;
     }
-    onApplied?.();
+    // Only a step that changes something is undone on failure; a read-only check (the audit) is not.
+    if (plan.actions.length > 0) onApplied?.();
     const result = await step.apply(ctx, plan);
     await step.verify(ctx, plan);
     const summary = result || plan.summary;

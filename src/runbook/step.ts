@@ -18,6 +18,8 @@ export interface StepPlan {
 export interface Step<P extends StepPlan = StepPlan> {
   name: StepName;
   title: string;
+  /** Runs apply even when the plan has no actions: a read-only check such as the leak audit. */
+  alwaysApply?: boolean;
   plan(ctx: RunContext): Promise<P>;
   apply(ctx: RunContext, plan: P): Promise<string | void>;
   verify(ctx: RunContext, plan: P): Promise<void>;

@@ -15,7 +15,7 @@ async function audit(ctx: RunContext): Promise<AuditReport> {
 }
 
 /** The leak audit, read-only: no leaked IP, cache entry, checkpoint or sandbox, no pod stuck Terminating. */
-export const verifyNode: Step<VerifyPlan> & { alwaysApply: true } = {
+export const verifyNode: Step<VerifyPlan> = {
   name: 'verify',
   title: 'Verify nothing leaked',
   alwaysApply: true,
