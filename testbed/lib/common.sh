@@ -52,7 +52,7 @@ start_bg() {
   local pid=$!
   echo "$pid $(proc_start "$pid")" > "$TB_RUN/pids/$name.pid"
 }
-bg_pid() { local pid started; read -r pid started < "$TB_RUN/pids/$1.pid" 2>/dev/null || return 1; [ -n "$started" ] && [ "$(proc_start "$pid")" = "$started" ] && echo "$pid"; }
+bg_pid() { local pid started f="$TB_RUN/pids/$1.pid"; [ -f "$f" ] && read -r pid started < "$f" || return 1; [ -n "$started" ] && [ "$(proc_start "$pid")" = "$started" ] && echo "$pid"; }
 bg_alive() { bg_pid "$1" >/dev/null; }
 stop_bg() {
   local name=$1 p
