@@ -2,7 +2,7 @@
 // observe each node's versions, plans one resource per node in waves), against `kubectl get nodes` of the same
 // nodes, in the same run. Registers the nodes through the test bed and removes them afterwards.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { median } from './bench-node.mjs';
@@ -34,6 +34,7 @@ try {
   const configFile = join(dir, 'Pulumi.bench.yaml');
   const pulumi = (...args) => execFileSync('pulumi', args, { env: penv, encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
   pulumi('stack', 'init', 'bench', '--non-interactive');
+  if (existsSync('Pulumi.bench.yaml')) moveFile('Pulumi.bench.yaml', configFile);
   pulumi('config', 'set', '--config-file', configFile, 'node-maint:nodeSelector', 'node-maint.io/testbed=api-only');
   pulumi('config', 'set', '--config-file', configFile, 'node-maint:targets', JSON.stringify({ containerd: env.containerd.new }));
   pulumi('config', 'set', '--config-file', configFile, 'node-maint:maxUnavailable', '50');
@@ -53,4 +54,10 @@ try {
   const t1 = performance.now();
   kubectl('delete', 'nodes', '-l', 'node-maint.io/testbed=api-only', '--wait=false');
   console.log(`removed the API-only nodes in ${((performance.now() - t1) / 1000).toFixed(0)} s`);
+}
+
+/** Moves a file, also across filesystems. */
+function moveFile(from, to) {
+  writeFileSync(to, readFileSync(from));
+  rmSync(from);
 }

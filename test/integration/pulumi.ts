@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { bed, kubectl, sh } from './bed.js';
@@ -41,6 +41,9 @@ export async function newStack(name: string): Promise<PulumiStack> {
     }
   };
   await run(['stack', 'init', name]);
+  // stack init writes the stack's settings (its secrets salt) beside Pulumi.yaml; the throwaway stack keeps them in
+  // its own directory instead, so no test leaves files in the checkout.
+  if (existsSync(`Pulumi.${name}.yaml`)) moveFile(`Pulumi.${name}.yaml`, configFile);
   const stack: PulumiStack = {
     dir,
     configFile,
@@ -89,4 +92,10 @@ export async function resetFleetHosts(): Promise<void> {
     await kubectl('uncordon', n.name);
     await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${n.name}`, '--ignore-not-found');
   }
+}
+
+/** Moves a file, also across filesystems. */
+function moveFile(from: string, to: string): void {
+  writeFileSync(to, readFileSync(from));
+  rmSync(from);
 }
