@@ -94,11 +94,22 @@ export async function resetRealNode(version = bed().containerd.old): Promise<voi
   await kubectl('apply', '-f', 'testbed/manifests/workloads.yaml');
   // Evicted replicas went elsewhere; a restart brings the ones that prefer the real node back to it.
   await kubectl('-n', 'demo', 'rollout', 'restart', 'deployment/api', 'deployment/cache');
+  // The whole rollout, not just its first pods: a test that compares the node before and after needs it still.
+  await kubectl('-n', 'demo', 'rollout', 'status', 'deployment/api', '--timeout=180s');
+  await kubectl('-n', 'demo', 'rollout', 'status', 'deployment/cache', '--timeout=180s');
   await waitFor(async () => {
     const pods = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', `spec.nodeName=${b.realNode}`);
     const running = pods.items.filter((p: any) => p.status.phase === 'Running' && !p.metadata.deletionTimestamp);
     return running.some((p: any) => p.metadata.ownerReferences?.[0]?.kind === 'ReplicaSet') && running.length === pods.items.length;
   }, 180_000, 'seeded pods running on the real node');
+  // What kubelet's garbage collection would remove within a minute (dead sandboxes of replaced pods), removed now,
+  // so that a test comparing the node before and after sees only its own doing.
+  await waitFor(async () => {
+    await sh('crictl pods --state notready -q | xargs -r crictl rmp >/dev/null 2>&1 || true');
+    const counts = await sh('ls /var/lib/cri-dockerd/sandbox | wc -l; crictl pods --state ready -q | wc -l');
+    const [checkpoints, ready] = counts.trim().split('\n');
+    return checkpoints === ready;
+  }, 120_000, 'only live sandboxes on the real node');
 }
 
 export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
@@ -120,7 +131,8 @@ export async function realNodeFingerprint(): Promise<Record<string, string>> {
     files: await sh('find /var/lib/cni /var/lib/cri-dockerd /var/lib/dockershim /etc/cni -type f 2>/dev/null | sort | xargs -r md5sum'),
     packages: await sh("dpkg-query -W -f='${Package} ${Version}\\n' containerd docker.io runc"),
     units: await sh('for u in kubelet containerd docker cri-docker; do systemctl show -p MainPID $u; done'),
-    containers: await sh("docker ps -a --no-trunc --format '{{.ID}} {{.State}}' | sort"),
+    // Running ones only: kubelet's own garbage collection removes exited containers whenever it likes.
+    containers: await sh("docker ps --no-trunc --format '{{.ID}} {{.State}}' | sort"),
     unschedulable: String(node.spec.unschedulable ?? false),
     pods: pods.items.map((p: any) => `${p.metadata.uid} ${p.metadata.deletionTimestamp ?? ''}`).sort().join('\n'),
     leases: leases.split('\n').filter((l: string) => l.includes('node-maint')).join('\n'),

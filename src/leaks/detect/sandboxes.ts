@@ -51,10 +51,13 @@ export function detectSandboxAccumulation(state: NodeState): Finding[] {
     holding.set(key, entry);
   }
   for (const h of holding.values()) {
+    // kubelet keeps the last dead instance of a container (for logs), and with it that one old sandbox: normal.
+    // More than one is the pile-up that never shrinks.
+    if (h.sandboxes < 2) continue;
     findings.push({
       class: 'sandbox-accumulation',
       severity: 'leak',
-      message: `pod ${h.pod}: ${h.sandboxes} not-ready sandbox(es) kept alive by ${h.containers} created/exited container(s); kubelet never removes these`,
+      message: `pod ${h.pod}: ${h.sandboxes} not-ready sandboxes kept alive by ${h.containers} created/exited container(s); kubelet never removes these`,
       evidence: { pod: h.pod, sandboxes: h.sandboxes, containers: h.containers },
     });
   }

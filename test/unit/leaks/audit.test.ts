@@ -47,6 +47,14 @@ describe('leak audit', () => {
     expect(found.find((f) => f.severity === 'leak')!.evidence).toMatchObject({ pod: 'demo/crashy', sandboxes: 1200, containers: 1200 });
   });
 
+  it('leaves alone the one old sandbox kubelet keeps with a pod\'s last dead container', () => {
+    const state = emptyState({ services: {} });
+    state.sandboxes.push({ id: id(1), ready: false, podUid: 'u', namespace: 'demo', name: 'agent', pid: 0, createdAt: '' });
+    state.sandboxes.push({ id: id(2), ready: true, podUid: 'u', namespace: 'demo', name: 'agent', pid: 9, createdAt: '' });
+    state.containers.push({ id: id(3), sandboxId: id(1), state: 'exited', podUid: 'u', namespace: 'demo', podName: 'agent', name: 'main' });
+    expect(audit(state, [], undefined as unknown as string).findings).toEqual([]);
+  });
+
   it('finds a pod stuck Terminating past its grace period with the container that holds it', () => {
     const state = emptyState({ services: {} });
     state.containers.push({ id: id(9), sandboxId: id(8), state: 'created', podUid: 'uid-stuck', namespace: 'demo', podName: 'stuck', name: 'app' });
