@@ -1,5 +1,11 @@
 # Shared settings for the Go builds of the bed's third-party binaries: one cache outside the repo, keyed by version.
 TESTBED_CACHE=${TESTBED_CACHE:-/var/cache/node-maint-testbed}
+# Pinned versions, one place. Kubernetes v1.32.5: the newest 1.32 patch whose staging modules the proxy serves in full.
+K8S_VERSION=${K8S_VERSION:-v1.32.5}
+CRI_DOCKERD_VERSION=${CRI_DOCKERD_VERSION:-v0.4.3}
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
+CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
 export GOMODCACHE="$TESTBED_CACHE/go/mod" GOCACHE="$TESTBED_CACHE/go/build"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 PATH=/usr/local/go/bin:$PATH

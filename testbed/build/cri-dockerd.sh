@@ -2,7 +2,6 @@
 # Builds cri-dockerd (the dockershim successor) from its Go module; its replace block pins k8s 1.29 and must be copied.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-CRI_DOCKERD_VERSION=${CRI_DOCKERD_VERSION:-v0.4.3}
 out="$TESTBED_CACHE/bin/cri-dockerd-$CRI_DOCKERD_VERSION"
 lock_build "$(basename "$out")"
 built "$out" && { echo "$out"; exit 0; }

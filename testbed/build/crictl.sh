@@ -3,7 +3,6 @@
 # wrapper points each at its published twin of the same Kubernetes line.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
 CRI_TOOLS_K8S=${CRI_TOOLS_K8S:-v1.30.14}
 out="$TESTBED_CACHE/bin/crictl-$CRI_TOOLS_VERSION"
 lock_build "$(basename "$out")"

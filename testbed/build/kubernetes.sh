@@ -2,7 +2,6 @@
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl from the k8s.io/kubernetes module.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-K8S_VERSION=${K8S_VERSION:-v1.33.13}
 out="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
 lock_build "$(basename "$out")"
 built "$out" && { echo "$out"; exit 0; }

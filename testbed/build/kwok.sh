@@ -2,7 +2,6 @@
 # Builds kwok, which heartbeats the fleet's Node objects and plays their pods' lifecycle.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 out="$TESTBED_CACHE/bin/kwok-$KWOK_VERSION"
 lock_build "$(basename "$out")"
 built "$out" && { echo "$out"; exit 0; }

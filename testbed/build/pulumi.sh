@@ -2,7 +2,6 @@
 # Builds the Pulumi CLI and its Node.js language host from Go modules, plus the dynamic-provider shim.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
 # The checksum database behind the proxy does not answer for these modules; the proxy itself is still TLS.
 export GOSUMDB=off
 # The language host's own module is not served by the proxy; the last sdk/v3 that still carried it is.

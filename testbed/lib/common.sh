@@ -5,15 +5,11 @@ TB_STATE=${TB_STATE:-/var/lib/node-maint-testbed}
 TB_RUN=${TB_RUN:-/run/node-maint-testbed}
 TB_LOGS="$TB_STATE/logs"
 TB_PKI="$TB_STATE/pki"
-K8S_VERSION=${K8S_VERSION:-v1.33.13}
-CRI_DOCKERD_VERSION=${CRI_DOCKERD_VERSION:-v0.4.3}
-KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
-PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
 K8S_BIN="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
 CRI_DOCKERD_BIN="$TESTBED_CACHE/bin/cri-dockerd-$CRI_DOCKERD_VERSION"
 KWOK_BIN="$TESTBED_CACHE/bin/kwok-$KWOK_VERSION"
 PULUMI_BIN="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
-CRICTL_BIN="$TESTBED_CACHE/bin/crictl-${CRI_TOOLS_VERSION:-v1.30.0}"
+CRICTL_BIN="$TESTBED_CACHE/bin/crictl-$CRI_TOOLS_VERSION"
 
 # Addresses: everything on loopback but the node IP, which kubelet refuses on loopback: it sits on a portless bridge
 # of the bed (this kernel has no dummy links), so traffic to it never leaves the machine.
