@@ -10,6 +10,8 @@ export interface Liveness {
   netns: Set<string>;
   /** IPs that pods bound to this node (and not finished) claim, to the pod. */
   podIps: Map<string, string>;
+  /** Pods being deleted: their network may already be released while their status still shows the IP. */
+  terminatingPods: Set<string>;
   /** Container IDs whose CNI cache entry points at a netns that exists. */
   attachedContainers: Set<string>;
   /** Whether the runtime answered; if not, nothing may be judged dead by its absence from the runtime. */
@@ -25,15 +27,17 @@ export function liveness(state: NodeState, pods: Pod[]): Liveness {
   }
   for (const s of state.sandboxes) if (s.pid > 0) netns.add(`/proc/${s.pid}/ns/net`);
   const podIpMap = new Map<string, string>();
+  const terminating = new Set<string>();
   for (const pod of pods) {
     if (isTerminal(pod)) continue;
+    if (pod.metadata.deletionTimestamp) terminating.add(podKey(pod));
     for (const ip of podIps(pod)) podIpMap.set(ip, podKey(pod));
   }
   const attached = new Set<string>();
   for (const entry of state.cniCache) {
     if (entry.netns && netns.has(entry.netns)) attached.add(entry.containerId);
   }
-  return { sandboxIds: new Set(state.sandboxes.map((s) => s.id)), netns, podIps: podIpMap, attachedContainers: attached, runtimeKnown: state.runtimeReachable };
+  return { sandboxIds: new Set(state.sandboxes.map((s) => s.id)), netns, podIps: podIpMap, terminatingPods: terminating, attachedContainers: attached, runtimeKnown: state.runtimeReachable };
 }
 
 /** An owner is alive if the runtime knows it, its network is attached, or a pod claims the IP. */

@@ -17,7 +17,7 @@ describe('the local test cluster', () => {
       expect(n.spec.podCIDR, n.metadata.name).toMatch(/\/25$/);
     }
     const real = nodes.find((n: any) => n.metadata.name === bed().realNode);
-    expect(real.status.nodeInfo.kubeletVersion).toMatch(/^v1\.33\./);
+    expect(real.status.nodeInfo.kubeletVersion).toMatch(/^v1\.32\./);
     expect(real.status.nodeInfo.containerRuntimeVersion).toMatch(/^docker:\/\/20\.10/);
   });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode } from './bed.js';
+import { bed, DRAIN_FLAGS, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor } from './bed.js';
 
 describe('upgrade-node on the real node', () => {
   beforeAll(async () => {
@@ -25,10 +25,14 @@ describe('upgrade-node on the real node', () => {
     expect(node.spec.unschedulable).toBeUndefined();
     expect(node.status.conditions.find((c: any) => c.type === 'Ready').status).toBe('True');
     expect(node.spec.podCIDR).toMatch(/\/25$/);
-    // The evicted pods were rescheduled: each ReplicaSet is back at its size, elsewhere.
+    // The evicted pods were rescheduled: each ReplicaSet is back at its size, elsewhere (replacements start after the
+    // eviction, so they may still be starting when the run ends).
     for (const pod of movable) {
-      const rs = await kubectlJson('get', 'rs', '-n', 'demo', pod.metadata.ownerReferences[0].name);
-      expect(rs.status.readyReplicas).toBe(rs.spec.replicas);
+      const name = pod.metadata.ownerReferences[0].name;
+      await waitFor(async () => {
+        const rs = await kubectlJson('get', 'rs', '-n', 'demo', name);
+        return rs.status.readyReplicas === rs.spec.replicas;
+      }, 120_000, `ReplicaSet ${name} ready again`);
     }
     // Every host-local reservation belongs to a live sandbox; nothing left from the old runtime.
     const files = (await sh('ls /var/lib/cni/networks/kubenet')).split('\n').filter((f) => /^\d+\./.test(f));

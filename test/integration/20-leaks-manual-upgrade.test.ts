@@ -22,7 +22,14 @@ describe('leaks of a docker upgrade done by hand', () => {
     const failures = () => sh(`tail -n +${logStart} /var/log/systemd-standin/kubelet.log | grep -c "kubenet needs a PodCIDR to tear down pods" || true`);
     await waitFor(async () => Number(await failures()) >= 10, 120_000, 'kubelet to fail its teardowns');
     await sh('bash testbed/ctl start');
-    await waitForRunning('app=leaky', 10);
+    await waitFor(async () => Boolean((await kubectlJson('get', 'node', bed().realNode)).spec.podCIDR), 120_000, 'the node to get its PodCIDR');
+    // Statuses from before the restart still say Running with the old IPs: wait until each pod's IP is its new sandbox's.
+    await waitFor(async () => {
+      const pods = await waitForRunning('app=leaky', 10);
+      const owners = await sh(pods.map((p) => `echo "$(head -n1 /var/lib/cni/networks/kubenet/${p.status.podIP} 2>/dev/null | tr -d '\\r')"`).join('\n'));
+      const live = await sh('docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox');
+      return owners.split('\n').slice(0, pods.length).every((id) => id !== '' && live.includes(id));
+    }, 180_000, 'every leaky pod on a live sandbox');
     leaked = await deadReservations();
   });
 

@@ -112,6 +112,11 @@ export async function resetRealNode(version = bed().containerd.old): Promise<voi
   }, 120_000, 'only live sandboxes on the real node');
 }
 
+/** No pod anywhere is being deleted: what a test that compares the cluster before and after must start from. */
+export async function waitForNoTerminatingPods(): Promise<void> {
+  await waitFor(async () => (await kubectlJson('get', 'pods', '-A')).items.every((p: any) => !p.metadata.deletionTimestamp), 180_000, 'no pod terminating');
+}
+
 export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -26,10 +26,11 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
     const inRange = dir.reservations.filter((r) => inPodCidr(r.ip)).length;
     ranges.push({ network: dir.network, cidr, usable: cidr ? usablePodAddresses(cidr) : 0, allocated: inRange, inUse: inRange - leaked, leaked });
   }
-  // The reverse: a pod bound here claims an IP that no allocator on this node reserved.
+  // The reverse: a pod bound here claims an IP that no allocator on this node reserved. A terminating pod's status
+  // keeps its IP after the teardown released it (until the pod object is gone): that is not a second allocator.
   if (state.ipam.length > 0) {
     for (const [ip, pod] of live.podIps) {
-      if (reserved.has(ip) || !inPodCidr(ip)) continue;
+      if (reserved.has(ip) || !inPodCidr(ip) || live.terminatingPods.has(pod)) continue;
       findings.push({
         class: 'pod-ip-unallocated',
         severity: 'leak',

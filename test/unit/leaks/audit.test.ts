@@ -71,6 +71,13 @@ describe('leak audit', () => {
     expect(classes).toEqual(['duplicate-network-dir', 'pod-ip-unallocated']);
   });
 
+  it('does not count the IP of a terminating pod whose network was already released', () => {
+    const state = kubenetNode(2, 0);
+    const going = podOn('going', '10.253.6.200', { deletionTimestamp: new Date(state.now * 1000).toISOString(), deletionGracePeriodSeconds: 30 });
+    expect(audit(state, [going]).findings).toEqual([]);
+    expect(audit(state, [podOn('staying', '10.253.6.200')]).findings.map((f) => f.class)).toEqual(['pod-ip-unallocated']);
+  });
+
   it('finds pinned network namespaces nothing refers to', () => {
     const state = emptyState({ services: {}, netns: ['cni-1234'] });
     expect(audit(state).findings.map((f) => f.class)).toEqual(['netns-orphan']);
