@@ -11,7 +11,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
-          // One real node, one cluster: integration files run one at a time, in name order.
+          // One real node, one cluster: integration files run one at a time (vitest orders them; each sets up its own start).
           fileParallelism: false,
           sequence: { shuffle: false },
           testTimeout: 600_000,

@@ -2,7 +2,7 @@
 # (allocates a /25 PodCIDR per node), scheduler.
 start_control_plane() {
   mkdir -p "$TB_STATE/etcd"
-  start_bg etcd /usr/bin/etcd --name testbed --data-dir "$TB_STATE/etcd" \
+  start_bg etcd "$ETCD_BIN/etcd" --name testbed --data-dir "$TB_STATE/etcd" \
     --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
     --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
     --initial-cluster testbed=http://127.0.0.1:23800 --listen-metrics-urls http://127.0.0.1:23810
