@@ -75,7 +75,7 @@ describe('Calico IPAM leaks', () => {
     expect(inBlock.map(([ip]) => ip)).toContain(victim.ip);
     // The pods' own node sees the conflict too.
     const other = JSON.parse((await fleetAudit('fleet-2')).stdout).findings;
-    expect(other.filter((f: any) => f.class === 'calico-ip-conflict').map((f: any) => f.evidence.pod).sort()).toEqual(inBlock.map(([, pod]) => pod));
+    expect(other.filter((f: any) => f.class === 'calico-ip-conflict').map((f: any) => f.evidence.pod).sort()).toEqual(inBlock.map(([, pod]) => pod).sort());
   });
 
   it('reclaim releases through the CRDs: the IP, its handle, the orphan affinity; the conflict is left to an operator', async () => {
