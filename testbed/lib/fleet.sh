@@ -94,9 +94,10 @@ start_fleet_host() { # INDEX
   fi
   if ! $BED_DOCKER inspect "$c" >/dev/null 2>&1; then
     # All capabilities but CAP_SYS_RESOURCE, which this machine's own bounding set lacks (so --privileged fails).
+    # /run is a tmpfs, as on a real host: netns pins and PID files do not outlive a restart of the host.
     $BED_DOCKER run -d -q --name "$c" --hostname "$node" --cap-add ALL --cap-drop SYS_RESOURCE \
       --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
-      --network none \
+      --network none --tmpfs /run \
       --label node-maint-testbed=fleet --label "node-maint-testbed/config=$cfg" \
       -v "$TB_ROOT:/opt/testbed:ro" -v "$TB_ROOT/node/systemctl:/usr/local/bin/systemctl:ro" \
       -v "$etc/units:$STANDIN_UNITS:ro" -v "$K8S_BIN/kubectl:/usr/local/bin/kubectl:ro" \
