@@ -11,7 +11,7 @@ cd "$w"
 # server/v3 replaces its sibling modules with ../ paths; a wrapper resolves them to their published twins instead.
 printf 'module testbed/etcd\n\ngo 1.23.0\n' > go.mod
 log "building etcd $ETCD_VERSION"
-go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
+go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>"$w/go-get.log" || { cat "$w/go-get.log" >&2; exit 1; }
 mkdir -p "$out.tmp"
 go build -trimpath -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
 touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
