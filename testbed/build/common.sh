@@ -16,8 +16,13 @@ log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # A wrapper module in a scratch dir; the caller writes go.mod and main package paths.
 wrapper_dir() { local d="$TESTBED_CACHE/wrappers/$1"; mkdir -p "$d"; echo "$d"; }
 
-# done_marker DIR: present once every binary of a build landed.
-built() { [ -f "$1/.complete" ]; }
+# begin_build NAME-VERSION: sets $out (binaries go to $out.tmp), holds the name's build lock so a second `up` waits
+# instead of racing into the same directory, and ends the script at once when that build is already cached.
+begin_build() {
+  out="$TESTBED_CACHE/bin/$1"
+  mkdir -p "$TESTBED_CACHE"; exec 9>"$TESTBED_CACHE/.build-$1.lock"; flock 9
+  if [ -f "$out/.complete" ]; then echo "$out"; exit 0; fi
+}
 
-# One build of a name at a time: a second `up` waits for the first instead of racing it into the same directory.
-lock_build() { mkdir -p "$TESTBED_CACHE"; exec 9>"$TESTBED_CACHE/.build-$1.lock"; flock 9; }
+# finish_build: $out.tmp becomes the cached build in one move, marked complete.
+finish_build() { touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"; echo "$out"; }

@@ -2,9 +2,7 @@
 # Builds cri-dockerd (the dockershim successor) from its Go module; its replace block pins k8s 1.29 and must be copied.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-out="$TESTBED_CACHE/bin/cri-dockerd-$CRI_DOCKERD_VERSION"
-lock_build "$(basename "$out")"
-built "$out" && { echo "$out"; exit 0; }
+begin_build "cri-dockerd-$CRI_DOCKERD_VERSION"
 w=$(wrapper_dir "cri-dockerd-$CRI_DOCKERD_VERSION")
 cd "$w"
 upstream_mod=$(go mod download -json "github.com/Mirantis/cri-dockerd@$CRI_DOCKERD_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
@@ -20,5 +18,4 @@ go mod tidy >/dev/null 2>&1 || true
 mkdir -p "$out.tmp"
 go build -trimpath -ldflags "-s -w -X github.com/Mirantis/cri-dockerd/cmd/version.Version=${CRI_DOCKERD_VERSION#v}" \
   -o "$out.tmp/cri-dockerd" github.com/Mirantis/cri-dockerd
-touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
-echo "$out"
+finish_build

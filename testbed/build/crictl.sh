@@ -4,9 +4,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 CRI_TOOLS_K8S=${CRI_TOOLS_K8S:-v1.30.14}
-out="$TESTBED_CACHE/bin/crictl-$CRI_TOOLS_VERSION"
-lock_build "$(basename "$out")"
-built "$out" && { echo "$out"; exit 0; }
+begin_build "crictl-$CRI_TOOLS_VERSION"
 w=$(wrapper_dir "crictl-$CRI_TOOLS_VERSION")
 cd "$w"
 upstream_mod=$(go mod download -json "sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
@@ -25,5 +23,4 @@ log "building crictl $CRI_TOOLS_VERSION"
 go mod tidy >/dev/null 2>&1 || true
 mkdir -p "$out.tmp"
 go build -trimpath -ldflags "-s -w -X github.com/kubernetes-sigs/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION" -o "$out.tmp/crictl" github.com/kubernetes-sigs/cri-tools/cmd/crictl
-touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
-echo "$out"
+finish_build

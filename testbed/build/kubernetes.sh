@@ -2,9 +2,7 @@
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kubectl from the k8s.io/kubernetes module.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-out="$TESTBED_CACHE/bin/kubernetes-$K8S_VERSION"
-lock_build "$(basename "$out")"
-built "$out" && { echo "$out"; exit 0; }
+begin_build "kubernetes-$K8S_VERSION"
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}; patch=${K8S_VERSION##*.}
 w=$(wrapper_dir "kubernetes-$K8S_VERSION")
 cd "$w"
@@ -32,5 +30,4 @@ log "building kubernetes $K8S_VERSION (cold: tens of minutes on 2 cores)"
 go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
-touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
-echo "$out"
+finish_build

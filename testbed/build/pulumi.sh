@@ -6,9 +6,7 @@ set -euo pipefail
 export GOSUMDB=off
 # The language host's own module is not served by the proxy; the last sdk/v3 that still carried it is.
 LANGUAGE_HOST_SDK=${LANGUAGE_HOST_SDK:-v3.68.0}
-out="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
-lock_build "$(basename "$out")"
-built "$out" && { echo "$out"; exit 0; }
+begin_build "pulumi-$PULUMI_VERSION"
 mkdir -p "$out.tmp"
 
 w=$(wrapper_dir "pulumi-$PULUMI_VERSION")
@@ -50,5 +48,4 @@ while [ "$d" != / ] && [ ! -f "$d/node_modules/@pulumi/pulumi/cmd/dynamic-provid
 exec node "$d/node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js" "$@"
 SHIM
 chmod +x "$out.tmp/pulumi-resource-pulumi-nodejs"
-touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"
-echo "$out"
+finish_build
