@@ -66,8 +66,13 @@ function only(key: string, value: Record<string, unknown>, allowed: string[]): v
   }
 }
 
+export interface ConfigSecrecy {
+  /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
+  secretKeys: readonly string[];
+}
+
 /** Validates raw config, as `pulumi config` stores it: key -> string (objects and lists as JSON). */
-export function parseFleetConfig(raw: Record<string, string>): FleetConfig {
+export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: ConfigSecrecy): FleetConfig {
   for (const full of Object.keys(raw)) {
     const [ns, key = ''] = full.split(':');
     if (ns !== CONFIG_NAMESPACE) continue;
@@ -75,6 +80,14 @@ export function parseFleetConfig(raw: Record<string, string>): FleetConfig {
       const hint = closest(key, KEYS);
       throw new ConfigError(key, `unknown key${hint ? ` (did you mean ${CONFIG_NAMESPACE}:${hint}?)` : ''}`);
     }
+  }
+  // Checked before any value is read; the value itself is never named in a message.
+  const sshKeyFull = `${CONFIG_NAMESPACE}:sshKey`;
+  if (raw[sshKeyFull] !== undefined && !secretKeys.includes(sshKeyFull)) {
+    throw new ConfigError(
+      'sshKey',
+      `is in the stack file in plain text, not a secret; run \`pulumi config rm ${sshKeyFull}\`, then \`cat KEY | pulumi config set --secret ${sshKeyFull}\` (and replace the key if the stack file was shared)`,
+    );
   }
   const get = (key: (typeof KEYS)[number]) => parse(key, raw[`${CONFIG_NAMESPACE}:${key}`]);
 

@@ -1,7 +1,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
 import type { List, Node } from '../cluster/types.js';
-import { RunbookError } from '../runbook/errors.js';
+import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config.js';
 import { NodeRuntimeUpgrade } from './resource.js';
@@ -56,9 +56,18 @@ async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeC
   return out;
 }
 
+/** Whether the stack holds a config key as a secret, as the SDK itself tells (runtime/config.js isConfigSecret reads
+ * the keys the engine lists in PULUMI_CONFIG_SECRET_KEYS); that helper is internal, so the list is read if it goes. */
+function isConfigSecret(key: string): boolean {
+  const fromSdk = (pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
+  if (typeof fromSdk === 'function') return fromSdk(key);
+  const listed: unknown = JSON.parse(process.env.PULUMI_CONFIG_SECRET_KEYS || '[]');
+  return Array.isArray(listed) && listed.includes(key);
+}
+
 export default async function program() {
   const raw = pulumi.runtime.allConfig();
-  const config = parseFleetConfig(raw);
+  const config = parseFleetConfig(raw, { secretKeys: Object.keys(raw).filter(isConfigSecret) });
   const cfg = new pulumi.Config(CONFIG_NAMESPACE);
   const cluster = await Cluster.connect({ kubeconfig: config.kubeconfig, context: config.context });
   const nodes = await resolveNodes(cluster, config);

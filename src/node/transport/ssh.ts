@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { RunbookError } from '../../runbook/errors.js';
-import { knownKeysFor, hostPattern } from './known-hosts.js';
+import { RunbookError } from '../../errors.js';
+import { hostKeyPolicy } from './host-keys.js';
+import { hostPattern } from './known-hosts.js';
 import { DEFAULT_COMMAND_TIMEOUT_MS, REMOTE_SHELL, type ExecOptions, type ExecResult, type Transport } from './types.js';
 
 export interface SshOptions {
@@ -94,14 +95,20 @@ function openClient(
   sock?: NodeJS.ReadableStream,
 ): Promise<Client> {
   const port = options.port ?? 22;
-  const known = knownKeysFor(knownHosts, options.host, port);
   const where = `${options.user}@${hostPattern(options.host, port)}`;
+  // Never accepted blindly: the server is offered only the key types listed for this host, and its key must be listed.
+  const policy = hostKeyPolicy({ knownHosts, host: options.host, port, knownHostsPath: options.knownHostsPath });
+  if (policy.refusal) return Promise.reject(policy.refusal);
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client();
     let hostKeyProblem: RunbookError | undefined;
     client.on('ready', () => resolve(client));
     client.on('error', (err: Error & { level?: string; code?: string }) => {
       if (hostKeyProblem) return reject(hostKeyProblem);
+      if (err.level === 'handshake' && err.message.includes('no matching host key format')) {
+        const listed = policy.algorithms.join(', ');
+        return reject(new RunbookError('hostKey', `the host key of ${hostPattern(options.host, port)} does not match ${options.knownHostsPath}: the server offers none of the key types listed there (${listed}) (possible man-in-the-middle)`, { cause: err }));
+      }
       if (err.level === 'client-authentication') {
         return reject(new RunbookError('authentication', `${where}: the server refused the key ${options.privateKeyPath ?? '(given inline)'}`, { cause: err }));
       }
@@ -116,17 +123,10 @@ function openClient(
       readyTimeout: options.connectTimeoutMs ?? 15_000,
       keepaliveInterval: options.keepaliveIntervalMs ?? 5_000,
       keepaliveCountMax: 3,
-      // Never accepted blindly: the key must be listed for this host, and must match.
+      algorithms: { serverHostKey: policy.algorithms },
       hostVerifier: (key: Buffer) => {
-        if (known.length === 0) {
-          hostKeyProblem = new RunbookError('hostKey', `${hostPattern(options.host, port)} is not in ${options.knownHostsPath}; add its host key first`);
-          return false;
-        }
-        if (!known.some((k) => k.key.equals(key))) {
-          hostKeyProblem = new RunbookError('hostKey', `the host key of ${hostPattern(options.host, port)} does not match ${options.knownHostsPath} (possible man-in-the-middle)`);
-          return false;
-        }
-        return true;
+        hostKeyProblem = policy.check(key);
+        return hostKeyProblem === undefined;
       },
     });
   });

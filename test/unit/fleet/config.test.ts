@@ -2,6 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { parseFleetConfig } from '../../../src/fleet/config.js';
 import { planWaves } from '../../../src/fleet/waves.js';
 
+// As the engine lists secret keys to the program: node-maint:sshKey when set with `pulumi config set --secret`.
+const SECRET = { secretKeys: ['node-maint:sshKey'] };
+const PLAIN = { secretKeys: [] };
+// A real key's shape (ssh-keygen -t ed25519), its body cut: only the armour is checked.
+const KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n';
+
 const base = {
   'node-maint:nodes': '["real-node","fleet-1","fleet-2","fleet-3"]',
   'node-maint:targets': '{"containerd":"1.6.20~ds1-1+deb12u3"}',
@@ -10,7 +16,7 @@ const base = {
 
 describe('fleet stack config', () => {
   it('reads a valid config with defaults', () => {
-    const c = parseFleetConfig({ ...base, 'node-maint:ssh': '{"user":"maint","hosts":{"real-node":"127.0.0.1:2222"}}', 'aws:region': 'x' });
+    const c = parseFleetConfig({ ...base, 'node-maint:ssh': '{"user":"maint","hosts":{"real-node":"127.0.0.1:2222"}}', 'aws:region': 'x' }, PLAIN);
     expect(c).toMatchObject({ nodes: ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'], maxUnavailable: 2, leaseNamespace: 'kube-system', ssh: { user: 'maint', port: 22, hosts: { 'real-node': '127.0.0.1:2222' } } });
     expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1 });
   });
@@ -26,12 +32,43 @@ describe('fleet stack config', () => {
     [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
   ])('names the key of a bad setting: %j', (override, message) => {
-    expect(() => parseFleetConfig({ ...base, ...override })).toThrow(message);
+    expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });
 
   it('requires nodes or a selector, and targets', () => {
-    expect(() => parseFleetConfig({ 'node-maint:targets': base['node-maint:targets'] })).toThrow(/node-maint:nodes: set either nodes/);
-    expect(() => parseFleetConfig({ 'node-maint:nodes': base['node-maint:nodes'] })).toThrow(/node-maint:targets: required/);
+    expect(() => parseFleetConfig({ 'node-maint:targets': base['node-maint:targets'] }, PLAIN)).toThrow(/node-maint:nodes: set either nodes/);
+    expect(() => parseFleetConfig({ 'node-maint:nodes': base['node-maint:nodes'] }, PLAIN)).toThrow(/node-maint:targets: required/);
+  });
+});
+
+describe('the SSH key in stack config', () => {
+  it('accepts a key set with --secret', () => {
+    expect(parseFleetConfig({ ...base, 'node-maint:sshKey': KEY }, SECRET).sshKey).toBe(KEY);
+  });
+
+  it.each([
+    // what is set, a part of it no message may show
+    ['a real key', KEY, 'b3BlbnNzaC1rZXkt'],
+    ['a malformed value', 'hunter2', 'hunter2'],
+  ])('refuses %s set in plain text, naming the fix and never the value', (_, value, secretPart) => {
+    let error: Error | undefined;
+    try {
+      parseFleetConfig({ ...base, 'node-maint:sshKey': value }, PLAIN);
+    } catch (e) {
+      error = e as Error;
+    }
+    expect(error?.name).toBe('ConfigError');
+    expect(error?.message).toMatch(/^config node-maint:sshKey: is in the stack file in plain text, not a secret; /);
+    expect(error?.message).toContain('`pulumi config rm node-maint:sshKey`, then `cat KEY | pulumi config set --secret node-maint:sshKey`');
+    expect(error?.message).not.toContain(secretPart);
+  });
+
+  it('is refused in plain text before any other setting is looked at', () => {
+    expect(() => parseFleetConfig({ 'node-maint:sshKey': KEY }, { secretKeys: ['node-maint:kubeconfig'] })).toThrow(/sshKey: is in the stack file in plain text/);
+  });
+
+  it('asks nothing of a stack without an SSH key', () => {
+    expect(parseFleetConfig(base, PLAIN).sshKey).toBeUndefined();
   });
 });
 
