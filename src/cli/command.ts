@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ExitCode, RunbookError } from '../runbook/errors.js';
+import { ExitCode, RunbookError } from '../errors.js';
 import { validateNodeName } from '../runbook/options.js';
 import { outputFormat, reportFailure, type CliIo } from './io.js';
 

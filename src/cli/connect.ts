@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { TransportSpec } from '../node/transport/index.js';
-import { usageError } from '../runbook/errors.js';
+import { usageError } from '../errors.js';
 
 // How to reach a node, from command-line flags: ssh (default), docker exec (kind nodes are containers), or local.
 export interface ConnectFlags {

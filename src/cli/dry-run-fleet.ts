@@ -1,7 +1,7 @@
 import { Cluster } from '../cluster/api.js';
 import { getNode } from '../cluster/nodes.js';
 import { openTransport } from '../node/transport/index.js';
-import { ExitCode, RunbookError } from '../runbook/errors.js';
+import { ExitCode, RunbookError } from '../errors.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName } from '../runbook/options.js';
 import { renderReport, type RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';

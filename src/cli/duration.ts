@@ -1,4 +1,4 @@
-import { usageError } from '../runbook/errors.js';
+import { usageError } from '../errors.js';
 
 /** kubectl-style durations: "90", "90s", "5m", "1h30m". Seconds. */
 export function parseDuration(text: string, flag: string): number {

@@ -1,4 +1,4 @@
-import { ExitCode, RunbookError, exitCodeOf, messageOf } from '../runbook/errors.js';
+import { ExitCode, RunbookError, exitCodeOf, messageOf } from '../errors.js';
 
 export interface CliIo {
   stdout: (text: string) => void;

@@ -1,7 +1,7 @@
 import { Cluster } from '../cluster/api.js';
 import { getNode } from '../cluster/nodes.js';
 import { openTransport, type Transport } from '../node/transport/index.js';
-import { RunbookError } from '../runbook/errors.js';
+import { RunbookError } from '../errors.js';
 import { transportSpec, type ConnectFlags } from './connect.js';
 
 /** The cluster, the node (which must exist) and a transport to it, from the shared command-line flags. */

@@ -1,6 +1,7 @@
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
-import { RunbookError } from '../runbook/errors.js';
+import pRetry from 'p-retry';
+import { RunbookError } from '../errors.js';
 
 type KubeConfig = import('@kubernetes/client-node').KubeConfig;
 
@@ -8,6 +9,8 @@ export interface ClusterOptions {
   kubeconfig?: string;
   context?: string;
   requestTimeoutMs?: number;
+  /** How long a request keeps being retried while the API does not answer (network error, timeout, 5xx). */
+  outageToleranceMs?: number;
 }
 
 /** An API error with the status code and the Status reason, e.g. 429 TooManyRequests from a PDB-refused eviction. */
@@ -21,12 +24,34 @@ export class ApiError extends Error {
 export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
 export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 409;
 
+/** The API did not answer, or answered that it cannot now: worth asking again. 429 is not here: it has meanings. */
+export const isTransient = (e: unknown) =>
+  (e instanceof RunbookError && e.code === 'unreachable') || (e instanceof ApiError && [500, 502, 503, 504].includes(e.status));
+
+export interface RequestOptionsEx {
+  /** Off for callers that keep their own time, such as the Lease renewal. */
+  retry?: boolean;
+  timeoutMs?: number;
+}
+
+interface Hooks {
+  /** Runs before every write: the runbook's Lease fence. */
+  beforeWrite?: () => Promise<void>;
+  onRetry?: (message: string) => void;
+}
+
 /**
  * The one place that talks to the Kubernetes API: client-node's KubeConfig for contexts, credentials and TLS, and
  * plain JSON requests, so that evictions of either policy version, leases and CRDs all take the same path.
+ * An outage shorter than the tolerance is waited out here, so that no step fails for a restart of the apiserver.
  */
 export class Cluster {
-  private constructor(private readonly kc: KubeConfig, private readonly timeoutMs: number) {}
+  private constructor(
+    private readonly kc: KubeConfig,
+    private readonly timeoutMs: number,
+    private readonly toleranceMs: number,
+    private readonly hooks: Hooks = {},
+  ) {}
 
   static async connect(options: ClusterOptions = {}): Promise<Cluster> {
     const { KubeConfig } = await import('@kubernetes/client-node');
@@ -44,14 +69,46 @@ export class Cluster {
       kc.setCurrentContext(options.context);
     }
     if (!kc.getCurrentCluster()) throw new RunbookError('usage', 'the kubeconfig has no current cluster');
-    return new Cluster(kc, options.requestTimeoutMs ?? 30_000);
+    return new Cluster(kc, options.requestTimeoutMs ?? 30_000, options.outageToleranceMs ?? 120_000);
+  }
+
+  /** The same cluster, with a fence before every write and a line for every retry. */
+  withHooks(hooks: Hooks): Cluster {
+    return new Cluster(this.kc, this.timeoutMs, this.toleranceMs, { ...this.hooks, ...hooks });
   }
 
   get server(): string {
     return this.kc.getCurrentCluster()?.server ?? '';
   }
 
-  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', options: RequestOptionsEx = {}): Promise<T> {
+    if (method !== 'GET') await this.hooks.beforeWrite?.();
+    const once = () => this.send<T>(method, path, body, contentType, options.timeoutMs ?? this.timeoutMs);
+    if (options.retry === false) return once();
+    const started = Date.now();
+    return pRetry(once, {
+      retries: Number.POSITIVE_INFINITY,
+      minTimeout: 1_000,
+      maxTimeout: 5_000,
+      maxRetryTime: this.toleranceMs,
+      shouldRetry: ({ error }) => isTransient(error),
+      onFailedAttempt: ({ error, attemptNumber }) => {
+        if (isTransient(error) && (attemptNumber === 1 || attemptNumber % 5 === 0)) {
+          this.hooks.onRetry?.(`the Kubernetes API did not answer ${method} ${new URL(path, this.server).pathname} (${error.message}); retrying for up to ${Math.round((this.toleranceMs - (Date.now() - started)) / 1000)}s`);
+        }
+      },
+    });
+  }
+
+  get<T>(path: string, options?: RequestOptionsEx): Promise<T> {
+    return this.request<T>('GET', path, undefined, undefined, options);
+  }
+
+  mergePatch<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, body, 'application/merge-patch+json');
+  }
+
+  private async send<T>(method: string, path: string, body: unknown, contentType: string, timeoutMs: number): Promise<T> {
     const url = new URL(path, this.server);
     const options: RequestOptions = {
       method,
@@ -59,7 +116,7 @@ export class Cluster {
       port: url.port,
       path: `${url.pathname}${url.search}`,
       headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
-      timeout: this.timeoutMs,
+      timeout: timeoutMs,
     };
     await this.kc.applyToHTTPSOptions(options);
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -83,21 +140,14 @@ export class Cluster {
           }
           reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`));
         });
+        res.on('error', (cause) => reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} broke off its answer`, { cause })));
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${this.timeoutMs} ms`)));
+      req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${timeoutMs} ms`)));
       req.on('error', (cause) =>
         reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} did not answer`, { cause })),
       );
       if (payload !== undefined) req.write(payload);
       req.end();
     });
-  }
-
-  get<T>(path: string): Promise<T> {
-    return this.request<T>('GET', path);
-  }
-
-  mergePatch<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('PATCH', path, body, 'application/merge-patch+json');
   }
 }

@@ -1,5 +1,6 @@
-import { RunbookError } from '../runbook/errors.js';
-import { isConflict, isNotFound, type Cluster } from './api.js';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isNotFound, type Cluster } from './api.js';
 import type { Lease } from './types.js';
 
 // A per-node Lease (coordination.k8s.io/v1): no two runs act on one node. It also carries the run's journal, so a
@@ -7,88 +8,108 @@ import type { Lease } from './types.js';
 export const LEASE_PREFIX = 'node-maint-';
 export const JOURNAL_ANNOTATION = 'node-maint.io/journal';
 
-export interface LeaseOptions {
-  namespace: string;
-  node: string;
-  holder: string;
+export interface LeaseTiming {
+  /** How long a holder's record must stay unchanged, as we observe it, before the Lease counts as abandoned. */
   durationSeconds: number;
+  /** A holder that has not renewed for this long stops changing the node until it has renewed again. */
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
 }
 
-const leaseName = (node: string) => `${LEASE_PREFIX}${node}`;
-const leasePath = (ns: string, name?: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases${name ? `/${name}` : ''}`;
+// client-go's leader election defaults.
+export const DEFAULT_LEASE_TIMING: LeaseTiming = { durationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 };
 
-export async function readLease(cluster: Cluster, namespace: string, node: string): Promise<Lease | undefined> {
+export const leaseName = (node: string) => `${LEASE_PREFIX}${node}`;
+export const leasePath = (ns: string, name?: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases${name ? `/${name}` : ''}`;
+
+/** The Lease, or undefined; asked once, with a short timeout: the caller keeps the time. */
+export async function readLease(cluster: Cluster, namespace: string, node: string, timeoutMs?: number): Promise<Lease | undefined> {
   try {
-    return await cluster.get<Lease>(leasePath(namespace, leaseName(node)));
+    return await cluster.get<Lease>(leasePath(namespace, leaseName(node)), { retry: false, timeoutMs });
   } catch (e) {
     if (isNotFound(e)) return undefined;
     throw e;
   }
 }
 
-/** Whether someone else holds the lease now; an expired lease (its holder died) is free. */
-export function heldByOther(lease: Lease | undefined, holder: string, now = Date.now()): string | undefined {
-  const current = lease?.spec.holderIdentity;
-  if (!lease || !current || current === holder) return undefined;
-  const renewed = Date.parse(lease.spec.renewTime ?? lease.spec.acquireTime ?? '');
-  const expires = renewed + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
-  return Number.isFinite(expires) && expires > now ? current : undefined;
+export const microTime = (d = new Date()) => d.toISOString().replace('Z', '000Z');
+
+/** Who we are: host and process, with the process's start time so a reused PID is never taken for us. */
+export function holderIdentity(pid = process.pid): string {
+  return `node-maint/${hostname()}/${pid}/${processStartTicks(pid) ?? 'unknown'}`;
 }
 
-const microTime = (d = new Date()) => d.toISOString().replace('Z', '000Z');
-
-/** Takes the lease (creating it if needed), or throws `locked` naming the holder. */
-export async function acquireLease(cluster: Cluster, options: LeaseOptions): Promise<Lease> {
-  const existing = await readLease(cluster, options.namespace, options.node);
-  const other = heldByOther(existing, options.holder);
-  if (other) {
-    throw new RunbookError('locked', `node ${options.node} is being maintained by ${other} (Lease ${options.namespace}/${leaseName(options.node)})`);
-  }
-  const now = microTime();
-  const spec = {
-    holderIdentity: options.holder,
-    leaseDurationSeconds: options.durationSeconds,
-    acquireTime: now,
-    renewTime: now,
-    leaseTransitions: (existing?.spec.leaseTransitions ?? 0) + (existing ? 1 : 0),
-  };
+function processStartTicks(pid: number): string | undefined {
   try {
-    if (!existing) {
-      return await cluster.request<Lease>('POST', leasePath(options.namespace), {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: { name: leaseName(options.node), namespace: options.namespace, labels: { 'app.kubernetes.io/managed-by': 'node-maint' } },
-        spec,
-      });
+    // Field 22 of /proc/PID/stat, counted after the parenthesised command name (which may hold spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the holder is a run of this machine whose process is gone (killed): its Lease may be taken over at once
+ * instead of being waited out. false when it cannot be told.
+ */
+export function isDeadLocalHolder(holder: string): boolean {
+  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
+  if (!m || m[1] !== hostname() || m[3] === 'unknown') return false;
+  const pid = Number(m[2]);
+  if (pid === process.pid) return false;
+  const ticks = processStartTicks(pid);
+  if (ticks === undefined) {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ESRCH';
     }
-    return await cluster.request<Lease>('PUT', leasePath(options.namespace, leaseName(options.node)), { ...existing, spec });
-  } catch (e) {
-    // Someone took it between our read and write.
-    if (isConflict(e)) throw new RunbookError('locked', `node ${options.node}: another run took the Lease first`, { cause: e });
-    throw e;
   }
+  return ticks !== m[3];
 }
 
-/** Renews the lease and, when given, stores the journal in it; fails if the lease was lost to another holder. */
-export async function renewLease(cluster: Cluster, options: LeaseOptions, journal?: string): Promise<Lease> {
-  const lease = await readLease(cluster, options.namespace, options.node);
-  if (!lease || lease.spec.holderIdentity !== options.holder) {
-    throw new RunbookError('locked', `node ${options.node}: the Lease was lost to ${lease?.spec.holderIdentity ?? 'nobody (deleted)'}`);
-  }
-  const annotations = { ...lease.metadata.annotations, ...(journal !== undefined ? { [JOURNAL_ANNOTATION]: journal } : {}) };
-  return cluster.request<Lease>('PUT', leasePath(options.namespace, leaseName(options.node)), {
-    ...lease,
-    metadata: { ...lease.metadata, annotations },
-    spec: { ...lease.spec, renewTime: microTime() },
-  });
+/** A live process of this machine holds it: no need to watch the record to know it is alive. */
+export function isLiveLocalHolder(holder: string): boolean {
+  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
+  return !!m && m[1] === hostname() && m[3] !== 'unknown' && Number(m[2]) !== process.pid && processStartTicks(Number(m[2])) === m[3];
 }
 
-/** Gives the lease up; the journal stays on it as the record of the last run. */
-export async function releaseLease(cluster: Cluster, options: LeaseOptions): Promise<void> {
-  const lease = await readLease(cluster, options.namespace, options.node);
-  if (!lease || lease.spec.holderIdentity !== options.holder) return;
-  await cluster.request<Lease>('PUT', leasePath(options.namespace, leaseName(options.node)), {
-    ...lease,
-    spec: { ...lease.spec, holderIdentity: null, acquireTime: null, renewTime: microTime() },
-  });
+/** What identifies one state of the holder's record: any renewal changes it. */
+export const leaseRecord = (lease: Lease | undefined) => (lease ? `${lease.spec.holderIdentity ?? ''}|${lease.spec.renewTime ?? ''}|${lease.metadata.resourceVersion ?? ''}` : 'none');
+
+export type HolderVerdict = 'free' | 'ours' | 'held' | 'alive' | 'abandoned';
+
+/**
+ * client-go's rule, by our own clock only: a Lease held by someone else is abandoned when its record has not changed
+ * for a lease duration since we first saw it in that state. The holder's renewTime is never compared with our clock,
+ * so a holder whose clock runs ahead is not taken over while it still renews.
+ */
+export function judgeHolder(
+  lease: Lease | undefined,
+  me: string,
+  firstSeen: { record: string; atMs: number } | undefined,
+  nowMs: number,
+  durationSeconds: number,
+): HolderVerdict {
+  const holder = lease?.spec.holderIdentity;
+  if (!lease || !holder) return 'free';
+  if (holder === me) return 'ours';
+  if (isDeadLocalHolder(holder)) return 'abandoned';
+  if (isLiveLocalHolder(holder)) return 'alive';
+  if (!firstSeen || firstSeen.record !== leaseRecord(lease)) return firstSeen ? 'alive' : 'held';
+  return nowMs - firstSeen.atMs >= durationSeconds * 1000 ? 'abandoned' : 'held';
+}
+
+export function takenSpec(existing: Lease | undefined, me: string, durationSeconds: number): Lease['spec'] {
+  const now = microTime();
+  const changedHands = existing?.spec.holderIdentity !== me;
+  return {
+    holderIdentity: me,
+    leaseDurationSeconds: durationSeconds,
+    acquireTime: changedHands ? now : (existing?.spec.acquireTime ?? now),
+    renewTime: now,
+    leaseTransitions: (existing?.spec.leaseTransitions ?? 0) + (existing && changedHands && existing.spec.holderIdentity ? 1 : 0),
+  };
 }

@@ -1,6 +1,6 @@
-import { RunbookError } from '../runbook/errors.js';
+import { RunbookError } from '../errors.js';
 import { isNotFound, type Cluster } from './api.js';
-import type { Node } from './types.js';
+import type { Node, Pod } from './types.js';
 
 export async function getNode(cluster: Cluster, name: string): Promise<Node> {
   try {
@@ -27,4 +27,15 @@ export function podCidr(node: Node): string | undefined {
 /** Sets spec.unschedulable; a merge patch, so nothing else of the node is touched. */
 export async function setUnschedulable(cluster: Cluster, name: string, unschedulable: boolean): Promise<Node> {
   return cluster.mergePatch<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`, { spec: { unschedulable: unschedulable ? true : null } });
+}
+
+const CONTROL_PLANE_LABELS = ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master'];
+const CONTROL_PLANE_COMPONENTS = new Set(['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler']);
+
+/** Why the node is a control-plane node (its role label, or the static pods it runs), or undefined when it is not. */
+export function isControlPlane(node: Node, pods: Pod[]): string | undefined {
+  const label = CONTROL_PLANE_LABELS.find((l) => node.metadata.labels?.[l] !== undefined);
+  if (label) return `label ${label}`;
+  const statics = pods.filter((p) => p.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined && CONTROL_PLANE_COMPONENTS.has(p.metadata.labels?.component ?? ''));
+  return statics.length > 0 ? `static pods ${statics.map((p) => p.metadata.name).join(', ')}` : undefined;
 }

@@ -1,32 +1,22 @@
 import type { NetworkMode, RuntimeFlavor } from '../node/state/types.js';
 
-// The run's record: what the node was like before (what rollback restores), what we changed, where backups went.
-// It lives on the node's Lease, so a killed run resumes from it.
-export const STEP_NAMES = [
-  'preflight',
-  'cordon',
-  'drain',
-  'stop-kubelet',
-  'teardown-sandboxes',
-  'clear-state',
-  'upgrade-runtime',
-  'start-kubelet',
-  'uncordon',
-  'verify',
-] as const;
-export type StepName = (typeof STEP_NAMES)[number];
-
+// The run's record: what the node was like before (what rollback restores), which steps acted (written before they
+// act, so a killed run's resume knows), whether the run passed its point of no return, where backups went. It lives
+// on the node's Lease, so a killed run resumes from it, from any machine.
 export interface PriorState {
   unschedulable: boolean;
   kubeletActive: boolean;
   packages: Record<string, string>;
+  /** Packages held (apt-mark hold) before the run: held again after any install, rollback included. */
+  held: string[];
   /** Runtime units that were active, in start order. */
   runtimeServices: string[];
   flavor: RuntimeFlavor;
   networkMode: NetworkMode;
 }
 
-export type StepStatus = 'done' | 'nothing-to-do' | 'failed' | 'rolled-back' | 'planned';
+/** applying: written before the step acts, so a killed run knows the step may have half-changed the node. */
+export type StepStatus = 'applying' | 'done' | 'nothing-to-do' | 'failed' | 'rolled-back' | 'rollback-failed';
 
 export interface StepRecord {
   status: StepStatus;
@@ -35,39 +25,64 @@ export interface StepRecord {
   summary: string;
 }
 
+/** failed: the run stopped before it changed anything. */
+export type JournalStatus = 'running' | 'rolling-back' | 'completed' | 'rolled-back' | 'rollback-failed' | 'failed';
+
 export interface Journal {
-  version: 1;
+  version: 2;
   runId: string;
   node: string;
   holder: string;
   startedAt: string;
   updatedAt: string;
-  status: 'running' | 'completed' | 'rolled-back' | 'rollback-failed';
+  status: JournalStatus;
   targets: Record<string, string>;
   prior?: PriorState;
   /** True only if this run set spec.unschedulable: rollback and uncordon undo only what we did. */
   cordonedByUs: boolean;
-  steps: Partial<Record<StepName, StepRecord>>;
+  /** Set before the node is made schedulable again: from then on nothing is rolled back, the run only finishes. */
+  pointOfNoReturn: boolean;
+  steps: Partial<Record<string, StepRecord>>;
   backups: string[];
   error?: string;
 }
 
 export function newJournal(runId: string, node: string, holder: string, targets: Record<string, string>): Journal {
   const now = new Date().toISOString();
-  return { version: 1, runId, node, holder, startedAt: now, updatedAt: now, status: 'running', targets, cordonedByUs: false, steps: {}, backups: [] };
+  return { version: 2, runId, node, holder, startedAt: now, updatedAt: now, status: 'running', targets, cordonedByUs: false, pointOfNoReturn: false, steps: {}, backups: [] };
 }
 
 export function parseJournal(text: string | undefined): Journal | undefined {
   if (!text) return undefined;
   try {
-    const j = JSON.parse(text) as Journal;
-    return j.version === 1 && typeof j.runId === 'string' ? j : undefined;
+    const j = JSON.parse(text) as Omit<Journal, 'version' | 'pointOfNoReturn'> & { version: number; pointOfNoReturn?: boolean };
+    if (typeof j.runId !== 'string' || !j.steps) return undefined;
+    // A version 1 journal (no point of no return recorded) passed it once its uncordon was done.
+    if (j.version === 1) return { ...j, version: 2, pointOfNoReturn: j.steps.uncordon?.status === 'done', prior: j.prior && { ...j.prior, held: j.prior.held ?? [] } };
+    return j.version === 2 ? (j as Journal) : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** A run that neither finished nor rolled back: the next run resumes it. */
+/** A run that neither finished nor finished rolling back: the next run continues it. */
 export function isUnfinished(journal: Journal | undefined): journal is Journal {
-  return journal?.status === 'running';
+  return journal?.status === 'running' || journal?.status === 'rolling-back' || journal?.status === 'rollback-failed';
+}
+
+/** A rollback was under way (or failed) when the run stopped: the next run finishes the rollback. */
+export function isRollingBack(journal: Journal): boolean {
+  return journal.status === 'rolling-back' || journal.status === 'rollback-failed';
+}
+
+/** The step finished in an earlier process of this run: it is not done again. */
+export function finishedEarlier(journal: Journal, step: string): boolean {
+  const status = journal.steps[step]?.status;
+  return status === 'done' || status === 'nothing-to-do';
+}
+
+/** Steps that may have changed the node and are not undone yet, newest first: what a rollback undoes. */
+export function stepsToUndo(journal: Journal, order: readonly string[]): string[] {
+  const acted = new Set<StepStatus>(['applying', 'done', 'failed', 'rollback-failed']);
+  return [...order].reverse().filter((name) => acted.has(journal.steps[name]?.status as StepStatus));
 }

@@ -1,61 +1,209 @@
-import { acquireLease, heldByOther, readLease, releaseLease, renewLease, JOURNAL_ANNOTATION, type LeaseOptions } from '../cluster/lease.js';
-import type { Cluster } from '../cluster/api.js';
-import { RunbookError } from './errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isConflict, isNotFound, isTransient, type Cluster } from '../cluster/api.js';
+import { JOURNAL_ANNOTATION, judgeHolder, leaseName, leasePath, leaseRecord, microTime, readLease, takenSpec, type LeaseTiming } from '../cluster/lease.js';
+import type { Lease } from '../cluster/types.js';
+import { RunbookError } from '../errors.js';
 import { parseJournal, type Journal } from './journal.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export interface LeaseKeeperOptions extends LeaseTiming {
+  namespace: string;
+  node: string;
+  holder: string;
+  /** How long a fenced change waits for a suspended Lease to be renewed again (an API outage) before it gives up. */
+  outageToleranceSeconds: number;
+  onLine?: (message: string) => void;
+}
 
-/** Holds the node's Lease for a run: renews it in the background and writes the journal into it, one write at a time. */
+type State = 'idle' | 'held' | 'suspended' | 'lost';
+
+/**
+ * Holds the node's Lease for a run, as client-go's leader election holds its own: renewed every retry period; not
+ * renewed for the renew deadline, it is suspended and every change to the node waits (the fence); renewed again by a
+ * write conditional on the resourceVersion we last wrote, which proves nobody took it meanwhile; lost for good the
+ * moment someone else has written it. The journal is written into it, one write at a time.
+ */
 export class LeaseKeeper {
+  private state: State = 'idle';
+  private lease?: Lease;
+  private lastRenewMs = 0;
+  private lostTo = '';
   private timer?: NodeJS.Timeout;
   private chain: Promise<unknown> = Promise.resolve();
-  private lost?: Error;
-  private held = false;
 
-  constructor(private readonly cluster: Cluster, private readonly options: LeaseOptions) {}
+  constructor(private readonly cluster: Cluster, private readonly options: LeaseKeeperOptions) {}
 
-  /** The journal of the last run on this node, and who holds the lease now (if anyone else does). */
-  async inspect(): Promise<{ journal?: Journal; holder?: string; expiresInMs: number }> {
-    const lease = await readLease(this.cluster, this.options.namespace, this.options.node);
-    const holder = heldByOther(lease, this.options.holder);
-    const renewed = Date.parse(lease?.spec.renewTime ?? '');
-    const expiresInMs = holder ? renewed + (lease?.spec.leaseDurationSeconds ?? 0) * 1000 - Date.now() : 0;
-    return { journal: parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]), holder, expiresInMs };
+  /** The journal of the last run on this node, read-only (the dry run's view). */
+  async inspect(): Promise<Journal | undefined> {
+    const lease = await this.cluster.get<Lease>(leasePath(this.options.namespace, leaseName(this.options.node))).catch((e) => {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    });
+    return parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
   }
 
   /**
-   * Takes the lease. A holder that left an unfinished journal and stopped renewing (a killed run) is waited out,
-   * for at most one lease duration; a live holder keeps renewing, and we give up with `locked`.
+   * Takes the Lease and returns the journal it carried. A holder whose record keeps changing is alive: `locked`. One
+   * whose record stays the same for a lease duration (by our clock), or a run of this machine whose process is gone,
+   * has abandoned it: taken over.
    */
-  async acquire(waitForDeadHolder: boolean): Promise<void> {
-    const deadline = Date.now() + (this.options.durationSeconds + 3) * 1000;
+  async acquire(): Promise<Journal | undefined> {
+    const { durationSeconds, retryPeriodSeconds, namespace, node, holder } = this.options;
+    let firstSeen: { record: string; atMs: number } | undefined;
+    const outageEnds = Date.now() + this.options.outageToleranceSeconds * 1000;
     for (;;) {
+      let lease: Lease | undefined;
       try {
-        await acquireLease(this.cluster, this.options);
-        break;
+        lease = await readLease(this.cluster, namespace, node, retryPeriodSeconds * 2500);
       } catch (e) {
-        if (!(e instanceof RunbookError && e.code === 'locked') || !waitForDeadHolder || Date.now() > deadline) throw e;
-        await sleep(1_000);
+        if (!isTransient(e) || Date.now() > outageEnds) throw e;
+        await sleep(retryPeriodSeconds * 1000);
+        continue;
       }
+      const verdict = judgeHolder(lease, holder, firstSeen, Date.now(), durationSeconds);
+      if (verdict === 'alive') {
+        throw new RunbookError('locked', `node ${node} is being maintained by ${lease!.spec.holderIdentity} (Lease ${namespace}/${leaseName(node)} is being renewed)`);
+      }
+      if (verdict === 'held') {
+        if (!firstSeen) this.options.onLine?.(`the Lease ${namespace}/${leaseName(node)} is held by ${lease!.spec.holderIdentity}; watching it for up to ${durationSeconds}s to see whether its holder still renews`);
+        firstSeen ??= { record: leaseRecord(lease), atMs: Date.now() };
+        await sleep(retryPeriodSeconds * 1000);
+        continue;
+      }
+      if (verdict === 'abandoned') this.options.onLine?.(`taking over the Lease from ${lease!.spec.holderIdentity}, which stopped renewing it`);
+      try {
+        this.lease = await this.take(lease);
+      } catch (e) {
+        // Someone wrote it between our read and our write: look again.
+        if (isConflict(e)) {
+          firstSeen = undefined;
+          continue;
+        }
+        throw e;
+      }
+      this.state = 'held';
+      this.lastRenewMs = performance.now();
+      this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
+      this.timer.unref();
+      return parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
     }
-    this.held = true;
-    const every = Math.max(1_000, (this.options.durationSeconds * 1000) / 3);
-    this.timer = setInterval(() => void this.enqueue(() => renewLease(this.cluster, this.options)).catch((e) => (this.lost = e)), every);
-    this.timer.unref();
   }
 
+  /** Resolves while we hold the Lease; waits while it is suspended; throws `leaseLost` once someone else holds it. */
+  async fence(): Promise<void> {
+    const until = performance.now() + this.options.outageToleranceSeconds * 1000;
+    let said = false;
+    for (;;) {
+      if (this.state === 'held' || this.state === 'idle') return;
+      if (this.state === 'lost') throw this.lostError();
+      if (performance.now() > until) {
+        throw new RunbookError('leaseLost', `node ${this.options.node}: the Lease could not be renewed for ${this.options.outageToleranceSeconds}s; this run stopped changing the node`);
+      }
+      if (!said) this.options.onLine?.('the Lease could not be renewed in time: no change to the node until it is renewed again');
+      said = true;
+      await sleep(250);
+    }
+  }
+
+  get held(): boolean {
+    return this.state === 'held' || this.state === 'suspended';
+  }
+
+  get isLost(): boolean {
+    return this.state === 'lost';
+  }
+
+  /** Writes the journal into the Lease (and renews it). */
   async save(journal: Journal): Promise<void> {
-    if (!this.held) return;
-    if (this.lost) throw this.lost;
+    if (this.state === 'idle') return;
     journal.updatedAt = new Date().toISOString();
-    await this.enqueue(() => renewLease(this.cluster, this.options, JSON.stringify(journal)));
+    const text = JSON.stringify(journal);
+    await this.enqueue(async () => {
+      const deadline = performance.now() + this.options.outageToleranceSeconds * 1000;
+      // A journal write is retried through an outage: it is what a resumed run or a rollback will trust.
+      for (;;) {
+        if (this.state === 'lost') throw this.lostError();
+        if (await this.renew(text)) return;
+        if (performance.now() > deadline) throw new RunbookError('unreachable', `node ${this.options.node}: could not write the journal into the Lease for ${this.options.outageToleranceSeconds}s`);
+        await sleep(this.options.retryPeriodSeconds * 1000);
+      }
+    });
   }
 
+  /** Gives the Lease up; the journal stays on it as the record of the last run. */
   async release(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    if (!this.held) return;
-    this.held = false;
-    await this.enqueue(() => releaseLease(this.cluster, this.options));
+    if (this.state !== 'held' && this.state !== 'suspended') return;
+    await this.enqueue(async () => {
+      for (let attempt = 0; attempt < 5 && this.lease; attempt++) {
+        try {
+          await this.put({ ...this.lease, spec: { ...this.lease.spec, holderIdentity: null, acquireTime: null, renewTime: microTime() } });
+          break;
+        } catch (e) {
+          if (!isTransient(e)) break;
+          await sleep(this.options.retryPeriodSeconds * 1000);
+        }
+      }
+      this.state = 'idle';
+    });
+  }
+
+  /** One renewal attempt: true when the Lease is ours again. Conditional on the resourceVersion we last wrote. */
+  private async renew(journal?: string): Promise<boolean> {
+    if (!this.lease || this.state === 'lost' || this.state === 'idle') return false;
+    const annotations = { ...this.lease.metadata.annotations, ...(journal !== undefined ? { [JOURNAL_ANNOTATION]: journal } : {}) };
+    try {
+      this.lease = await this.put({ ...this.lease, metadata: { ...this.lease.metadata, annotations }, spec: { ...this.lease.spec, renewTime: microTime() } });
+      if (this.state === 'suspended') this.options.onLine?.('the Lease is renewed again: changes to the node go on');
+      this.state = 'held';
+      this.lastRenewMs = performance.now();
+      return true;
+    } catch (e) {
+      if (isConflict(e) || isNotFound(e)) return this.recheck();
+      if (this.state === 'held' && performance.now() - this.lastRenewMs > this.options.renewDeadlineSeconds * 1000) this.state = 'suspended';
+      return false;
+    }
+  }
+
+  /** After a 409: still ours (someone only edited it) or taken by someone else. */
+  private async recheck(): Promise<boolean> {
+    try {
+      const current = await readLease(this.cluster, this.options.namespace, this.options.node, this.options.retryPeriodSeconds * 2500);
+      if (current?.spec.holderIdentity === this.options.holder) {
+        this.lease = current;
+        return false;
+      }
+      this.lostTo = current?.spec.holderIdentity ?? 'nobody (the Lease was deleted or released)';
+      this.state = 'lost';
+      if (this.timer) clearInterval(this.timer);
+    } catch {
+      // not known yet: the next renewal asks again
+    }
+    return false;
+  }
+
+  private take(existing: Lease | undefined): Promise<Lease> {
+    const { namespace, node, holder, durationSeconds } = this.options;
+    const spec = takenSpec(existing, holder, durationSeconds);
+    if (!existing) {
+      return this.cluster.request<Lease>('POST', leasePath(namespace), {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: leaseName(node), namespace, labels: { 'app.kubernetes.io/managed-by': 'node-maint' } },
+        spec,
+      }, undefined, { retry: false });
+    }
+    return this.put({ ...existing, spec });
+  }
+
+  private put(lease: Lease): Promise<Lease> {
+    return this.cluster.request<Lease>('PUT', leasePath(this.options.namespace, leaseName(this.options.node)), lease, undefined, {
+      retry: false,
+      timeoutMs: this.options.retryPeriodSeconds * 2500,
+    });
+  }
+
+  private lostError(): RunbookError {
+    return new RunbookError('leaseLost', `node ${this.options.node}: the Lease was taken by ${this.lostTo}; this run stopped changing the node`);
   }
 
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {

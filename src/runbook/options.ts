@@ -1,5 +1,6 @@
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../cluster/drain/filters.js';
-import { usageError } from './errors.js';
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '../cluster/lease.js';
+import { usageError } from '../errors.js';
 
 // The runbook's inputs, validated once, before anything is observed or changed.
 export interface RunOptions {
@@ -9,7 +10,6 @@ export interface RunOptions {
   dryRun: boolean;
   drain: DrainOptions;
   leaseNamespace: string;
-  leaseDurationSeconds: number;
   /** Refuse to start when the node's /var has less free space than this. */
   minFreeBytes: number;
   /** How long preflight waits for a PodDisruptionBudget that is at zero only for now. */
@@ -18,17 +18,33 @@ export interface RunOptions {
   readyTimeoutSeconds: number;
   /** How long a node-side command may run (package installs take the longest). */
   commandTimeoutSeconds: number;
+  /** How long the smoke pod may take to get a sandbox and an IP before uncordon. */
+  smokeTimeoutSeconds: number;
+  /** How long to wait for the package manager's lock held by another process (unattended-upgrades) before refusing. */
+  lockTimeoutSeconds: number;
+  /** How long an API outage is waited out (requests retried, changes to the node held) before the run gives up. */
+  outageToleranceSeconds: number;
+  /** Control-plane nodes are refused unless allowed (a fleet then takes them last, one at a time). */
+  allowControlPlane: boolean;
+  /** Roll back the node's unfinished run from its journal instead of finishing it. */
+  rollback: boolean;
+  lease: LeaseTiming;
 }
 
 export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   dryRun: false,
   drain: DEFAULT_DRAIN_OPTIONS,
   leaseNamespace: 'kube-system',
-  leaseDurationSeconds: 15,
   minFreeBytes: 256 * 1024 * 1024,
   budgetWaitSeconds: 120,
   readyTimeoutSeconds: 300,
   commandTimeoutSeconds: 600,
+  smokeTimeoutSeconds: 120,
+  lockTimeoutSeconds: 120,
+  outageToleranceSeconds: 120,
+  allowControlPlane: false,
+  rollback: false,
+  lease: DEFAULT_LEASE_TIMING,
 };
 
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
@@ -64,14 +80,24 @@ export function validateRunOptions(options: RunOptions): RunOptions {
   if (!NODE_NAME.test(options.leaseNamespace)) throw usageError(`invalid lease namespace ${JSON.stringify(options.leaseNamespace)}`);
   const positive: Array<[string, number]> = [
     ['--timeout', options.drain.timeoutSeconds],
-    ['lease duration', options.leaseDurationSeconds],
-    ['ready timeout', options.readyTimeoutSeconds],
+    ['lease duration', options.lease.durationSeconds],
+    ['lease renew deadline', options.lease.renewDeadlineSeconds],
+    ['lease retry period', options.lease.retryPeriodSeconds],
+    ['--ready-timeout', options.readyTimeoutSeconds],
+    ['--smoke-timeout', options.smokeTimeoutSeconds],
+    ['--lock-timeout', options.lockTimeoutSeconds],
+    ['--outage-tolerance', options.outageToleranceSeconds],
     ['budget wait', options.budgetWaitSeconds],
     ['command timeout', options.commandTimeoutSeconds],
   ];
   for (const [what, value] of positive) {
     if (!Number.isFinite(value) || value <= 0) throw usageError(`${what} must be a positive number of seconds (got ${value})`);
   }
+  const { durationSeconds, renewDeadlineSeconds, retryPeriodSeconds } = options.lease;
+  if (!(retryPeriodSeconds < renewDeadlineSeconds && renewDeadlineSeconds < durationSeconds)) {
+    throw usageError(`the Lease needs retry period < renew deadline < duration (got ${retryPeriodSeconds}s, ${renewDeadlineSeconds}s, ${durationSeconds}s)`);
+  }
+  if (options.rollback && options.dryRun) throw usageError('--rollback and --dry-run do not go together');
   if (!Number.isInteger(options.drain.gracePeriodSeconds) || options.drain.gracePeriodSeconds < -1) {
     throw usageError(`--grace-period must be -1 (the pod's own) or a whole number of seconds (got ${options.drain.gracePeriodSeconds})`);
   }

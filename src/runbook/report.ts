@@ -1,14 +1,25 @@
 import type { AuditSummary } from '../leaks/types.js';
-import type { ExitCodeName } from './errors.js';
-import type { StepName, StepStatus } from './journal.js';
+import type { ExitCodeName } from '../errors.js';
+import type { StepStatus } from './journal.js';
 
 // The run's outcome, for people (renderReport) and machines (--output json, the Pulumi provider's outputs).
-export type RunResult = 'upgraded' | 'nothing-to-do' | 'planned' | 'rolled-back' | 'rollback-failed' | 'failed' | 'leaks-found';
+export type RunResult =
+  | 'upgraded'
+  | 'nothing-to-do'
+  | 'planned'
+  | 'rolled-back'
+  | 'rollback-failed'
+  | 'failed'
+  | 'leaks-found'
+  | 'could-not-audit'
+  | 'failed-after-point-of-no-return'
+  | 'lease-lost';
 
 export interface StepReport {
-  name: StepName;
+  name: string;
   title: string;
-  status: StepStatus | 'not-run';
+  /** done-earlier: a previous process of this run did it; it was not done again. */
+  status: StepStatus | 'not-run' | 'planned' | 'done-earlier';
   summary: string;
   actions: string[];
   detail?: Record<string, unknown>;
@@ -21,16 +32,22 @@ export interface RunReport {
   runId: string;
   dryRun: boolean;
   resumed: boolean;
+  /** run: a new run; resume: a killed run continued; rollback: an unfinished run rolled back (or its rollback finished). */
+  mode: 'run' | 'resume' | 'rollback';
+  /** Whether the run got as far as making the node schedulable again: past it, nothing is rolled back. */
+  pointOfNoReturn: boolean;
   result: RunResult;
   exitCode: number;
   startedAt: string;
   durationMs: number;
   versions: { before: Record<string, string>; target: Record<string, string>; after: Record<string, string> };
   steps: StepReport[];
-  rollback: Array<{ step: StepName; status: 'done' | 'failed'; summary: string }>;
+  rollback: Array<{ step: string; status: 'done' | 'failed' | 'skipped'; summary: string }>;
   backups: string[];
   audit?: AuditSummary;
   error?: { code: ExitCodeName | 'internal'; message: string };
+  /** What the operator does next, when the run did not simply finish. */
+  next?: string;
 }
 
 const MARK: Record<StepReport['status'], string> = {
@@ -40,12 +57,16 @@ const MARK: Record<StepReport['status'], string> = {
   'rolled-back': 'rolled back',
   planned: 'planned',
   'not-run': 'not run',
+  applying: 'interrupted',
+  'rollback-failed': 'ROLLBACK FAILED',
+  'done-earlier': 'done earlier',
 };
 
 export function renderReport(report: RunReport): string {
   const lines: string[] = [];
   const title = report.dryRun ? 'Dry run (nothing changed)' : 'Run';
-  lines.push(`${title} on node ${report.node}: ${report.result} (exit ${report.exitCode}) in ${(report.durationMs / 1000).toFixed(1)}s, run ${report.runId}${report.resumed ? ', resumed' : ''}`);
+  const how = report.mode === 'resume' ? ', resumed' : report.mode === 'rollback' ? ', rollback of an unfinished run' : '';
+  lines.push(`${title} on node ${report.node}: ${report.result} (exit ${report.exitCode}) in ${(report.durationMs / 1000).toFixed(1)}s, run ${report.runId}${how}`);
   const versions = Object.keys(report.versions.target).map((p) => {
     const before = report.versions.before[p] ?? 'not installed';
     const after = report.versions.after[p] ?? before;
@@ -69,5 +90,6 @@ export function renderReport(report: RunReport): string {
     for (const f of a.top) lines.push(`  - ${f}`);
   }
   if (report.error) lines.push(`Error (${report.error.code}): ${report.error.message}`);
+  if (report.next) lines.push(`Next: ${report.next}`);
   return lines.join('\n');
 }

@@ -1,21 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Cluster } from '../cluster/api.js';
-import { detectNetwork, type NetworkInfo } from '../node/cni/network-mode.js';
-import { detectFlavor } from '../node/runtime/flavor.js';
-import { readNodeState } from '../node/state/index.js';
-import type { NodeState } from '../node/state/types.js';
+import { holderIdentity } from '../cluster/lease.js';
+import { summarize } from '../leaks/types.js';
+import { versionsOf } from '../node/state/index.js';
 import type { Transport } from '../node/transport/types.js';
 import { STEPS } from '../steps/index.js';
 import type { PreflightPlan } from '../steps/preflight.js';
 import type { VerifyPlan } from '../steps/verify.js';
-import { summarize } from '../leaks/types.js';
-import { ExitCode, RunbookError, messageOf, type ExitCodeName } from './errors.js';
-import type { EventSink, RunEvent } from './events.js';
-import { isUnfinished, newJournal, type Journal, type StepName } from './journal.js';
+import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
+import { makeContext } from './context.js';
+import type { EventSink } from './events.js';
+import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { validateRunOptions, type RunOptions } from './options.js';
-import type { RunReport, RunResult, StepReport } from './report.js';
+import type { RunReport, StepReport } from './report.js';
+import { rollbackFromJournal } from './rollback.js';
 import type { RunContext, Step, StepPlan } from './step.js';
 
 export interface RunInput {
@@ -25,207 +24,266 @@ export interface RunInput {
   events?: EventSink;
 }
 
+type Mode = RunReport['mode'];
 const codeOf = (e: unknown): ExitCodeName | 'internal' => (e instanceof RunbookError ? e.code : 'internal');
+const fmt = (t: Record<string, string>) => Object.entries(t).map(([p, v]) => `${p}=${v}`).join(',');
 
 /**
- * Runs the runbook on one node: preflight, then every step as plan -> apply -> verify, journaled on the node's Lease;
- * a failure rolls back what was done, in reverse, to the recorded prior state. A dry run plans every step and changes
- * nothing. Never throws for a step failure: the report says what happened, with its exit code.
+ * Runs the runbook on one node under its Lease: preflight, then every step as plan -> apply -> verify, each written
+ * to the journal before it acts. Before the point of no return (uncordon) a failure rolls back, from the journal, what
+ * this run or a killed earlier process of it did; after it, nothing is downgraded and the failure has its own exit
+ * code. A killed run is resumed by the same command: steps done are not done again. A dry run plans every step and
+ * changes nothing. Throws only before anything is decided (bad options, the Lease held by a live run).
  */
 export async function runUpgrade(input: RunInput): Promise<RunReport> {
   const options = validateRunOptions(input.options);
-  const sink: EventSink = input.events ?? (() => undefined);
+  const emit: EventSink = input.events ?? (() => undefined);
   const started = Date.now();
-  const holder = `node-maint/${hostname()}/${process.pid}`;
-  const keeper = new LeaseKeeper(input.cluster, { namespace: options.leaseNamespace, node: options.node, holder, durationSeconds: options.leaseDurationSeconds });
-  const previous = await keeper.inspect();
-  const resuming = !options.dryRun && isUnfinished(previous.journal);
-  if (resuming && JSON.stringify(previous.journal!.targets) !== JSON.stringify(options.targets)) {
-    throw new RunbookError('usage', `node ${options.node} has an unfinished run toward ${fmt(previous.journal!.targets)}; finish it with the same --to first`);
-  }
-  if (previous.holder && !resuming && !options.dryRun) {
-    throw new RunbookError('locked', `node ${options.node} is being maintained by ${previous.holder}`);
-  }
-  const journal: Journal = resuming ? { ...previous.journal!, holder } : newJournal(randomUUID(), options.node, holder, options.targets);
-  const steps = new Map<StepName, StepReport>(STEPS.map((s) => [s.name, { name: s.name, title: s.title, status: 'not-run', summary: '', actions: [], durationMs: 0 }]));
-  const { ctx, emit } = makeContext(input, options, journal, resuming, keeper, sink);
-  emit({ type: 'run', phase: 'start', node: options.node, runId: journal.runId, dryRun: options.dryRun, resuming });
-
-  const report: RunReport = {
+  const holder = holderIdentity();
+  let currentStep = 'preflight';
+  const line = (message: string) => emit({ type: 'progress', step: currentStep, message });
+  const keeper = new LeaseKeeper(input.cluster.withHooks({ onRetry: line }), {
+    ...options.lease,
+    namespace: options.leaseNamespace,
     node: options.node,
-    runId: journal.runId,
-    dryRun: options.dryRun,
-    resumed: resuming,
-    result: 'failed',
-    exitCode: ExitCode.internal,
-    startedAt: new Date(started).toISOString(),
-    durationMs: 0,
-    versions: { before: {}, target: options.targets, after: {} },
-    steps: [],
-    rollback: [],
-    backups: journal.backups,
-  };
-  const applied: Step[] = [];
+    holder,
+    outageToleranceSeconds: options.outageToleranceSeconds,
+    onLine: line,
+  });
+  const previous = options.dryRun ? await keeper.inspect() : await keeper.acquire();
+  let journal: Journal | undefined;
+  let touched = false;
   try {
-    const pre = (await runStep(ctx, STEPS[0]!, 0, steps, emit)) as PreflightPlan;
-    report.versions.before = pre.prior.packages;
-    journal.prior = pre.prior;
+    const mode = decideMode(previous, options);
+    journal = mode === 'run' ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
+    const report = newReport(options, journal, mode, started);
+    const tracking: EventSink = (e) => {
+      if (e.type === 'step' && e.phase === 'start') currentStep = e.step;
+      emit(e);
+    };
+    const ctx = makeContext({ options, cluster: input.cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep });
+    tracking({ type: 'run', phase: 'start', node: options.node, runId: journal.runId, dryRun: options.dryRun, resuming: mode !== 'run', mode });
+    if (mode === 'rollback' && !previous) {
+      report.result = 'nothing-to-do';
+      report.exitCode = ExitCode.ok;
+      report.next = `no unfinished run on ${options.node} to roll back`;
+    } else if (mode === 'rollback') {
+      touched = true;
+      await finishRollback(ctx, report, tracking);
+    } else {
+      touched = await runForward(ctx, report, tracking, keeper);
+    }
+    if (touched) report.steps = mergeJournal(report.steps, journal);
+    report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
+    report.pointOfNoReturn = journal.pointOfNoReturn;
+    report.backups = journal.backups;
+    report.durationMs = Date.now() - started;
+    return report;
+  } finally {
+    if (!options.dryRun && !keeper.isLost) {
+      if (touched && journal) await keeper.save(journal).catch(() => undefined);
+      await keeper.release().catch(() => undefined);
+    }
+  }
+}
+
+function decideMode(previous: Journal | undefined, options: RunOptions): Mode {
+  if (options.dryRun || !isUnfinished(previous)) return options.rollback ? 'rollback' : 'run';
+  if (isRollingBack(previous)) return 'rollback';
+  if (options.rollback) {
+    if (previous.pointOfNoReturn) {
+      throw new RunbookError('usage', `the unfinished run ${previous.runId} on ${options.node} passed its point of no return (the node was uncordoned): nothing is rolled back; finish it with --to ${fmt(previous.targets)}`);
+    }
+    return 'rollback';
+  }
+  if (JSON.stringify(previous.targets) !== JSON.stringify(options.targets)) {
+    throw new RunbookError('usage', `node ${options.node} has an unfinished run toward ${fmt(previous.targets)}: finish it with the same --to, or roll it back with --rollback`);
+  }
+  return 'resume';
+}
+
+/** The steps in order; true when the run changed (or may have changed) the node, so its journal is kept. */
+async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, keeper: LeaseKeeper): Promise<boolean> {
+  const { journal, options } = ctx;
+  const reports = new Map(report.steps.map((s) => [s.name, s]));
+  let journaled = false;
+  try {
+    const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
+    journal.prior ??= pre.prior;
+    report.versions.before = journal.prior.packages;
     if (!options.dryRun && pre.maintenanceNeeded) {
-      await keeper.acquire(resuming || Boolean(previous.holder));
-      await keeper.save(journal);
+      await ctx.saveJournal();
+      journaled = true;
     }
     for (const [i, step] of STEPS.entries()) {
       if (i === 0) continue;
       if (!pre.maintenanceNeeded && step.name !== 'verify') {
-        steps.set(step.name, { ...steps.get(step.name)!, status: 'nothing-to-do', summary: 'runtime already at target' });
-        emit({ type: 'step', phase: 'nothing-to-do', step: step.name, summary: 'runtime already at target', durationMs: 0, actions: [] });
+        skip(reports, emit, step, 'nothing-to-do', 'runtime already at target');
         continue;
       }
-      const plan = await runStep(ctx, step, i, steps, emit, () => applied.push(step));
-      if (step.name === 'verify') {
-        const audit = (plan as VerifyPlan).audit;
-        if (audit) report.audit = summarize(audit);
+      if (ctx.resuming && finishedEarlier(journal, step.name)) {
+        skip(reports, emit, step, 'done-earlier', journal.steps[step.name]!.summary);
+        continue;
       }
+      if (step.name === 'uncordon' && !options.dryRun) {
+        // The point of no return, written before the node may take pods: from here on the run only finishes forward.
+        journal.pointOfNoReturn = true;
+        await ctx.saveJournal();
+      }
+      const plan = await runStep(ctx, step, i, reports, emit);
+      if (step.name === 'verify' && (plan as VerifyPlan).audit) report.audit = summarize((plan as VerifyPlan).audit!);
     }
-    journal.status = 'completed';
+    if (journaled) journal.status = 'completed';
     report.result = options.dryRun ? 'planned' : pre.maintenanceNeeded ? 'upgraded' : 'nothing-to-do';
     report.exitCode = ExitCode.ok;
   } catch (error) {
-    const code = codeOf(error);
-    report.error = { code, message: messageOf(error) };
-    report.exitCode = error instanceof RunbookError ? error.exitCode : ExitCode.internal;
-    report.result = 'failed';
-    const details = error instanceof RunbookError ? error.details : undefined;
-    if (code === 'leaksFound' && details && typeof details === 'object' && 'findings' in details) {
-      report.audit = summarize(details as Parameters<typeof summarize>[0]);
-      report.result = 'leaks-found';
-      journal.status = 'completed';
-    } else if (!options.dryRun && applied.length > 0) {
-      // What was done is undone, newest first; the failed step too, since it may have half-changed the node.
-      const ok = await rollback(ctx, [...applied].reverse(), report, emit);
-      journal.status = ok ? 'rolled-back' : 'rollback-failed';
-      report.result = ok ? 'rolled-back' : 'rollback-failed';
-      report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
-      journal.error = report.error.message;
-    }
-  } finally {
-    if (!options.dryRun) {
-      await keeper.save(journal).catch(() => undefined);
-      await keeper.release().catch(() => undefined);
-    }
+    await settleFailure(ctx, report, emit, error, keeper);
   }
-  report.steps = [...steps.values()];
-  report.backups = journal.backups;
-  report.versions.after = options.dryRun ? {} : await installed(ctx, Object.keys(options.targets)).catch(() => ({}));
-  report.durationMs = Date.now() - started;
-  return report;
+  return journaled;
 }
 
-async function runStep(
-  ctx: RunContext,
-  step: Step,
-  index: number,
-  reports: Map<StepName, StepReport>,
-  emit: EventSink,
-  onApplied?: () => void,
-): Promise<StepPlan> {
+/** What a failure means depends on where the run stood: before or after the point of no return, Lease or not. */
+async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink, error: unknown, keeper: LeaseKeeper): Promise<void> {
+  const { journal, options } = ctx;
+  const code = codeOf(error);
+  report.error = { code, message: messageOf(error) };
+  report.exitCode = error instanceof RunbookError ? error.exitCode : ExitCode.internal;
+  report.result = 'failed';
+  journal.error = report.error.message;
+  const details = error instanceof RunbookError ? error.details : undefined;
+  if (code === 'leaksFound' && details && typeof details === 'object' && 'findings' in details) report.audit = summarize(details as Parameters<typeof summarize>[0]);
+  if (code === 'leaseLost' || keeper.isLost) {
+    report.result = 'lease-lost';
+    report.exitCode = ExitCode.leaseLost;
+    report.next = `another run holds the Lease of ${options.node} now and owns what is left; this run changed nothing after it lost the Lease`;
+    return;
+  }
+  if (options.dryRun) return;
+  if (journal.pointOfNoReturn) {
+    // The node may already run new pods: a downgrade now would disrupt them. Reported, never rolled back.
+    if (code === 'leaksFound') {
+      report.result = 'leaks-found';
+      journal.status = 'completed';
+      report.next = `the node serves on the new runtime; release what leaked with audit-node ${options.node} --reclaim`;
+    } else {
+      report.result = code === 'couldNotAudit' ? 'could-not-audit' : 'failed-after-point-of-no-return';
+      report.exitCode = code === 'couldNotAudit' ? ExitCode.couldNotAudit : ExitCode.afterPointOfNoReturn;
+      report.next = `the node was upgraded and uncordoned; nothing was downgraded. Run the same command again to finish the check`;
+    }
+    return;
+  }
+  if (code === 'leaksFound') {
+    // Proof before uncordon failed on leaks: a downgrade would not free them, and pods must not land on them.
+    report.result = 'leaks-found';
+    report.next = `${options.node} stays cordoned on the new runtime: release the leaks (audit-node ${options.node} --reclaim), then run the same command again to finish, or roll back with --rollback`;
+    return;
+  }
+  const acted = Object.values(journal.steps).some((r) => r && r.status !== 'nothing-to-do');
+  if (!acted) {
+    journal.status = 'failed';
+    return;
+  }
+  const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+  report.result = ok ? 'rolled-back' : 'rollback-failed';
+  report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
+  if (!ok) report.next = `run the same command again to retry the rollback (the journal on the Lease says what is left to undo)`;
+}
+
+async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
+  report.versions.before = ctx.journal.prior?.packages ?? {};
+  try {
+    const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+    report.result = ok ? 'rolled-back' : 'rollback-failed';
+    report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
+    if (!ok) report.next = 'run the same command again to retry the rollback';
+  } catch (error) {
+    report.error = { code: codeOf(error), message: messageOf(error) };
+    report.result = codeOf(error) === 'leaseLost' ? 'lease-lost' : 'rollback-failed';
+    report.exitCode = error instanceof RunbookError && error.code === 'leaseLost' ? ExitCode.leaseLost : ExitCode.rollbackFailed;
+  }
+}
+
+async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink): Promise<StepPlan> {
   const t0 = Date.now();
   const record = reports.get(step.name)!;
+  const { journal, options } = ctx;
   emit({ type: 'step', phase: 'start', step: step.name, index, total: STEPS.length, title: step.title });
-  const journalRecord = { status: 'planned' as const, startedAt: new Date(t0).toISOString(), summary: '' };
+  const startedAt = new Date(t0).toISOString();
+  const journaled = !options.dryRun && step.name !== 'preflight';
   try {
     const plan = await step.plan(ctx);
     (ctx.planned as Record<string, StepPlan>)[step.name] = plan;
     Object.assign(record, { summary: plan.summary, actions: plan.actions, detail: plan.detail });
-    if (ctx.options.dryRun || (plan.actions.length === 0 && !step.alwaysApply)) {
-      const phase = ctx.options.dryRun ? 'planned' : 'nothing-to-do';
+    if (options.dryRun || (plan.actions.length === 0 && !step.alwaysApply)) {
+      const phase = options.dryRun ? 'planned' : 'nothing-to-do';
       Object.assign(record, { status: phase, durationMs: Date.now() - t0 });
-      if (!ctx.options.dryRun && step.name !== 'preflight') {
-        ctx.journal.steps[step.name] = { ...journalRecord, status: 'nothing-to-do', finishedAt: new Date().toISOString(), summary: plan.summary };
+      if (journaled) {
+        journal.steps[step.name] = { status: 'nothing-to-do', startedAt, finishedAt: new Date().toISOString(), summary: plan.summary };
         await ctx.saveJournal();
       }
       emit({ type: 'step', phase, step: step.name, summary: plan.summary, durationMs: record.durationMs, actions: plan.actions });
       return plan;
     }
-    // Only a step that changes something is undone on failure; a read-only check (the audit) is not.
-    if (plan.actions.length > 0) onApplied?.();
+    // Written before it acts: if this process dies now, the resume and the rollback know the step may have acted.
+    if (journaled) {
+      journal.steps[step.name] = { status: 'applying', startedAt, summary: plan.summary };
+      await ctx.saveJournal();
+    }
     const result = await step.apply(ctx, plan);
     await step.verify(ctx, plan);
     const summary = result || plan.summary;
     Object.assign(record, { status: 'done', summary, durationMs: Date.now() - t0, detail: plan.detail });
-    ctx.journal.steps[step.name] = { ...journalRecord, status: 'done', finishedAt: new Date().toISOString(), summary };
-    await ctx.saveJournal();
+    if (journaled) {
+      journal.steps[step.name] = { status: 'done', startedAt, finishedAt: new Date().toISOString(), summary };
+      await ctx.saveJournal();
+    }
     emit({ type: 'step', phase: 'done', step: step.name, summary, durationMs: record.durationMs, actions: plan.actions });
     return plan;
   } catch (error) {
     Object.assign(record, { status: 'failed', error: messageOf(error), durationMs: Date.now() - t0 });
-    ctx.journal.steps[step.name] = { ...journalRecord, status: 'failed', finishedAt: new Date().toISOString(), summary: messageOf(error) };
+    // A step that never got to act stays unrecorded: nothing of it to undo.
+    const rec = journal.steps[step.name];
+    if (journaled && rec?.status === 'applying') Object.assign(rec, { status: 'failed', finishedAt: new Date().toISOString(), summary: messageOf(error) });
     emit({ type: 'step', phase: 'failed', step: step.name, error: messageOf(error), durationMs: record.durationMs });
     throw error;
   }
 }
 
-async function rollback(ctx: RunContext, undo: Step[], report: RunReport, emit: EventSink): Promise<boolean> {
-  let ok = true;
-  for (const step of undo) {
-    if (!step.rollback) continue;
-    emit({ type: 'rollback', phase: 'start', step: step.name, summary: '' });
-    try {
-      const summary = (await step.rollback(ctx)) || 'rolled back';
-      report.rollback.push({ step: step.name, status: 'done', summary });
-      const rec = ctx.journal.steps[step.name];
-      if (rec) rec.status = 'rolled-back';
-      emit({ type: 'rollback', phase: 'done', step: step.name, summary });
-    } catch (error) {
-      ok = false;
-      report.rollback.push({ step: step.name, status: 'failed', summary: messageOf(error) });
-      emit({ type: 'rollback', phase: 'failed', step: step.name, summary: messageOf(error) });
-    }
-  }
-  return ok;
+function skip(reports: Map<string, StepReport>, emit: EventSink, step: Step, phase: 'nothing-to-do' | 'done-earlier', summary: string): void {
+  Object.assign(reports.get(step.name)!, { status: phase, summary });
+  emit({ type: 'step', phase, step: step.name, summary, durationMs: 0, actions: [] });
 }
 
-function makeContext(input: RunInput, options: RunOptions, journal: Journal, resuming: boolean, keeper: LeaseKeeper, emit: EventSink): { ctx: RunContext; emit: EventSink } {
-  let cached: NodeState | undefined;
-  let network: NetworkInfo | undefined;
-  let currentStep: StepName = 'preflight';
-  const ctx: RunContext = {
-    options,
+function newReport(options: RunOptions, journal: Journal, mode: Mode, started: number): RunReport {
+  return {
+    node: options.node,
     runId: journal.runId,
-    cluster: input.cluster,
-    transport: input.transport,
-    journal,
-    resuming,
-    planned: {},
-    async nodeState(o = {}) {
-      if (!cached || o.fresh) cached = await readNodeState(input.transport, options.commandTimeoutSeconds * 1000);
-      return cached;
-    },
-    async network() {
-      if (!network) {
-        const state = await ctx.nodeState();
-        network = detectNetwork(state, journal.prior?.flavor ?? detectFlavor(state));
-      }
-      return network;
-    },
-    progress(message) {
-      emit({ type: 'progress', step: currentStep, message } satisfies RunEvent);
-    },
-    saveJournal: () => (options.dryRun ? Promise.resolve() : keeper.save(journal)),
+    dryRun: options.dryRun,
+    resumed: mode !== 'run',
+    mode,
+    pointOfNoReturn: journal.pointOfNoReturn,
+    result: 'failed',
+    exitCode: ExitCode.internal,
+    startedAt: new Date(started).toISOString(),
+    durationMs: 0,
+    versions: { before: {}, target: journal.targets, after: {} },
+    steps: STEPS.map((s) => ({ name: s.name, title: s.title, status: 'not-run', summary: '', actions: [], durationMs: 0 })),
+    rollback: [],
+    backups: journal.backups,
   };
-  // Progress lines are attributed to the step that is running.
-  const tracking: EventSink = (e) => {
-    if (e.type === 'step' && e.phase === 'start') currentStep = e.step;
-    emit(e);
-  };
-  return { ctx, emit: tracking };
 }
 
-async function installed(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
-  const state = await ctx.nodeState({ fresh: true });
-  return Object.fromEntries(packages.map((p) => [p, state.packages[p] ?? '']));
+/** Steps this process did not run show what the journal says of them (done by a killed process, rolled back). */
+function mergeJournal(steps: StepReport[], journal: Journal): StepReport[] {
+  return steps.map((s) => {
+    const rec = journal.steps[s.name];
+    if (!rec) return s;
+    if (rec.status === 'rolled-back' || rec.status === 'rollback-failed') return { ...s, status: rec.status };
+    if (s.status === 'not-run') return { ...s, status: rec.status === 'done' ? 'done-earlier' : rec.status, summary: rec.summary };
+    return s;
+  });
 }
 
-const fmt = (t: Record<string, string>) => Object.entries(t).map(([p, v]) => `${p}=${v}`).join(',');
-
-export type { RunResult };
+async function installedVersions(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
+  return versionsOf(await ctx.nodeState({ fresh: true }), packages);
+}

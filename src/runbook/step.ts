@@ -2,7 +2,7 @@ import type { Cluster } from '../cluster/api.js';
 import type { NetworkInfo } from '../node/cni/network-mode.js';
 import type { NodeState } from '../node/state/types.js';
 import type { Transport } from '../node/transport/types.js';
-import type { Journal, StepName } from './journal.js';
+import type { Journal } from './journal.js';
 import type { RunOptions } from './options.js';
 
 // The step contract: plan observes and decides (it never changes anything; the dry run is plan alone), apply acts on
@@ -16,26 +16,31 @@ export interface StepPlan {
 }
 
 export interface Step<P extends StepPlan = StepPlan> {
-  name: StepName;
+  name: string;
   title: string;
-  /** Runs apply even when the plan has no actions: a read-only check such as the leak audit. */
+  /** What a rollback does for this step, and why, in one line (the README's table is made of these). */
+  undo: string;
+  /** Runs apply even when the plan has no actions: a check such as the leak audit. */
   alwaysApply?: boolean;
   plan(ctx: RunContext): Promise<P>;
   apply(ctx: RunContext, plan: P): Promise<string | void>;
   verify(ctx: RunContext, plan: P): Promise<void>;
+  /** Idempotent: it may run again after a rollback that was killed, and on a step that never got to act. */
   rollback?(ctx: RunContext): Promise<string | void>;
 }
 
 export interface RunContext {
   readonly options: RunOptions;
   readonly runId: string;
+  /** The API, every write fenced by the Lease. */
   readonly cluster: Cluster;
+  /** The node, every command fenced by the Lease. */
   readonly transport: Transport;
   readonly journal: Journal;
   /** True when continuing a run a previous process left unfinished. */
   readonly resuming: boolean;
   /** The plans of the steps before this one, in this run: a dry run reads them to plan as the real run would. */
-  readonly planned: Partial<Record<StepName, StepPlan>>;
+  readonly planned: Partial<Record<string, StepPlan>>;
   /** The node's state: one round trip, cached until a step changes the node (fresh: true reads again). */
   nodeState(options?: { fresh?: boolean }): Promise<NodeState>;
   /** Runtime flavor and network, fixed at preflight. */
@@ -46,6 +51,6 @@ export interface RunContext {
 }
 
 /** Whether an earlier step of this run changes (or, in a dry run, would change) something. */
-export function earlierStepActs(ctx: RunContext, step: StepName): boolean {
+export function earlierStepActs(ctx: RunContext, step: string): boolean {
   return (ctx.planned[step]?.actions.length ?? 0) > 0;
 }

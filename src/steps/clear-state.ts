@@ -1,7 +1,8 @@
 import { STATE_DIRS } from '../node/state/gather.js';
 import type { NodeState } from '../node/state/types.js';
-import { command, quote, run } from '../node/transport/index.js';
-import { RunbookError } from '../runbook/errors.js';
+import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
+import { quote, run } from '../node/transport/index.js';
+import { RunbookError } from '../errors.js';
 import type { Step, StepPlan } from '../runbook/step.js';
 
 export interface ClearPlan extends StepPlan {
@@ -40,11 +41,11 @@ function perDirectory(files: string[]): Array<[string, number]> {
 export const clearState: Step<ClearPlan> = {
   name: 'clear-state',
   title: 'Clear leftover state',
+  undo: 'nothing restored: putting the files back would bring the leaks back; the backup stays on the node',
   async plan(ctx) {
     const state = await ctx.nodeState({ fresh: true });
     const files = filesToClear(state);
-    // One tarball per attempt: a resumed run must not overwrite what the first attempt saved.
-    const backup = `${STATE_DIRS.backups}/${ctx.runId}/state-${Date.now()}.tgz`;
+    const backup = backupPath(ctx.runId, 'state');
     return {
       files,
       backup,
@@ -60,19 +61,17 @@ export const clearState: Step<ClearPlan> = {
     }
     const ipamDirs = state.ipam.map((d) => d.path);
     const dirs = [...CLEARED_DIRS(), ...ipamDirs].map((p) => quote(p)).join(' ');
+    // Backed up whole, then emptied of files: host-local's lock file stays, as the plugin expects it.
     const script = [
       'set -e',
-      `backup=${command(plan.backup)}`,
-      'mkdir -p "$(dirname "$backup")"',
-      // Backed up whole, then emptied of files: host-local's lock file stays, as the plugin expects it.
-      `existing=""; for d in ${dirs}; do [ -d "$d" ] && existing="$existing \${d#/}"; done`,
-      '[ -n "$existing" ] && tar -C / -czf "$backup" $existing',
-      `for d in ${dirs}; do [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 -type f ! -name lock -delete; done`,
-      'echo "$backup"',
+      ...backupLines(plan.backup, [...CLEARED_DIRS(), ...ipamDirs]),
+      `for d in ${dirs}; do if [ -d "$d" ]; then find "$d" -mindepth 1 -maxdepth 1 -type f ! -name lock -delete; fi; done`,
     ].join('\n');
-    await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
-    if (!ctx.journal.backups.includes(plan.backup)) ctx.journal.backups.push(plan.backup);
-    await ctx.saveJournal();
+    const written = writtenBackup(await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
+    if (written) {
+      ctx.journal.backups.push(written);
+      await ctx.saveJournal();
+    }
     return `${plan.files.length} file(s) cleared, backup ${plan.backup}`;
   },
   async verify(ctx) {

@@ -5,6 +5,7 @@ import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js'
 export const cordon: Step = {
   name: 'cordon',
   title: 'Cordon',
+  undo: 'uncordon, only if this run cordoned it (a node cordoned before the run stays cordoned)',
   async plan(ctx) {
     const node = await getNode(ctx.cluster, ctx.options.node);
     if (node.spec.unschedulable) {
@@ -23,9 +24,7 @@ export const cordon: Step = {
     const node = await getNode(ctx.cluster, ctx.options.node);
     if (!node.spec.unschedulable) throw new Error(`${ctx.options.node} is still schedulable`);
   },
-  async rollback(ctx: RunContext) {
-    return uncordonIfOurs(ctx);
-  },
+  rollback: uncordonIfOurs,
 };
 
 export async function uncordonIfOurs(ctx: RunContext): Promise<string> {
@@ -37,9 +36,11 @@ export async function uncordonIfOurs(ctx: RunContext): Promise<string> {
   return 'uncordoned';
 }
 
+/** The point of no return: once the node may take pods, nothing is rolled back. */
 export const uncordon: Step = {
   name: 'uncordon',
   title: 'Uncordon',
+  undo: 'none: the point of no return; past it a failure is reported (exit 14) and nothing is downgraded',
   async plan(ctx) {
     const ours = ctx.options.dryRun ? earlierStepActs(ctx, 'cordon') : ctx.journal.cordonedByUs;
     if (!ours) return { actions: [], summary: ctx.journal.prior?.unschedulable ? 'was cordoned before the run: stays cordoned' : 'not cordoned by this run' };

@@ -1,15 +1,9 @@
-import type { Cluster } from '../cluster/api.js';
 import { evictPod, evictionVersion, waitForPodsGone } from '../cluster/drain/evict.js';
-import { classifyPods, refusalMessage, type PodVerdict } from '../cluster/drain/filters.js';
-import { listPodsOnNode, podKey } from '../cluster/pods.js';
-import type { List, Pod } from '../cluster/types.js';
-import { RunbookError } from '../runbook/errors.js';
+import { planDrain } from '../cluster/drain/plan.js';
+import { podKey } from '../cluster/pods.js';
+import type { Pod } from '../cluster/types.js';
+import { RunbookError } from '../errors.js';
 import type { Step, StepPlan } from '../runbook/step.js';
-
-export async function daemonSetKeys(cluster: Cluster): Promise<Set<string>> {
-  const list = await cluster.get<List<{ metadata: { name: string; namespace: string } }>>('/apis/apps/v1/daemonsets');
-  return new Set(list.items.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
-}
 
 export interface DrainPlan extends StepPlan {
   evict: Pod[];
@@ -17,22 +11,14 @@ export interface DrainPlan extends StepPlan {
   waitFor: Pod[];
 }
 
-const planDrain = (verdicts: PodVerdict[]) => ({
-  evict: verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod),
-  waitFor: verdicts.filter((v) => v.verdict.action === 'wait').map((v) => v.pod),
-  skipped: verdicts.filter((v) => v.verdict.action === 'skip').map((v) => `${podKey(v.pod)} (${(v.verdict as { reason: string }).reason})`),
-});
-
 /** kubectl drain, with the plan (classification) apart from the apply (evictions and waits). */
 export const drain: Step<DrainPlan> = {
   name: 'drain',
   title: 'Drain',
+  undo: "nothing to undo: evicted pods are recreated by their controllers elsewhere, and come back once cordon's rollback uncordons",
   async plan(ctx) {
-    const pods = await listPodsOnNode(ctx.cluster, ctx.options.node);
-    const verdicts = classifyPods(pods, ctx.options.drain, await daemonSetKeys(ctx.cluster));
-    const refused = refusalMessage(verdicts);
+    const { evict, waitFor, skipped, refused } = await planDrain(ctx.cluster, ctx.options.node, ctx.options.drain);
     if (refused) throw new RunbookError('preflight', refused);
-    const { evict, waitFor, skipped } = planDrain(verdicts);
     return {
       evict,
       waitFor,
@@ -58,7 +44,7 @@ export const drain: Step<DrainPlan> = {
     return `evicted ${plan.evict.length} pod(s) (${version})`;
   },
   async verify(ctx) {
-    const again = await this.plan(ctx);
+    const again = await planDrain(ctx.cluster, ctx.options.node, ctx.options.drain);
     if (again.evict.length > 0 || again.waitFor.length > 0) {
       throw new Error(`pods still on the node after the drain: ${[...again.evict, ...again.waitFor].map(podKey).join(', ')}`);
     }

@@ -4,12 +4,16 @@ import { cordon, uncordon } from './cordon.js';
 import { drain } from './drain.js';
 import { startKubelet, stopKubelet } from './kubelet.js';
 import { preflight } from './preflight.js';
+import { proveNode } from './prove-node.js';
 import { teardownSandboxes } from './teardown-sandboxes.js';
 import { upgradeRuntime } from './upgrade-runtime.js';
 import { verifyNode } from './verify.js';
 
-/** The runbook, in order. */
-export const STEPS: Step<any>[] = [
+/**
+ * The runbook, in order: the only place the order is written. uncordon is the point of no return: a failure before
+ * it rolls back, newest first; after it, nothing is downgraded.
+ */
+export const STEPS: readonly Step<any>[] = [
   preflight,
   cordon,
   drain,
@@ -18,8 +22,7 @@ export const STEPS: Step<any>[] = [
   clearState,
   upgradeRuntime,
   startKubelet,
+  proveNode,
   uncordon,
   verifyNode,
 ];
-
-export { preflight };

@@ -1,15 +1,17 @@
-import { classifyPods, refusalMessage } from '../cluster/drain/filters.js';
 import { blockMessage, budgetBlocks } from '../cluster/drain/budgets.js';
-import { getNode, isReady, readyMessage } from '../cluster/nodes.js';
+import { graceOutlastsTimeout, planDrain } from '../cluster/drain/plan.js';
+import { getNode, isControlPlane, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
 import type { List, PodDisruptionBudget } from '../cluster/types.js';
-import { availableVersionsScript, parseAvailableVersions } from '../node/packages/index.js';
+import { RunbookError } from '../errors.js';
+import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { detectFlavor, runtimeUnits } from '../node/runtime/flavor.js';
+import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
-import { RunbookError } from '../runbook/errors.js';
-import type { PriorState } from '../runbook/journal.js';
+import { finishedEarlier, type PriorState } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
-import { daemonSetKeys } from './drain.js';
+import { waitUntil } from '../wait.js';
+import { planTeardown } from './teardown-sandboxes.js';
 
 export interface PreflightPlan extends StepPlan {
   prior: PriorState;
@@ -17,76 +19,148 @@ export interface PreflightPlan extends StepPlan {
   maintenanceNeeded: boolean;
 }
 
-/** Everything that could stop the run is checked here, before anything changes. */
+const refuse = (message: string) => new RunbookError('preflight', message);
+
+/** Everything that could stop the run is checked here, before anything changes (and again when a run resumes). */
 export const preflight: Step<PreflightPlan> = {
   name: 'preflight',
   title: 'Preflight checks',
+  undo: 'nothing to undo: it only looks',
   async plan(ctx) {
-    const { options } = ctx;
+    const { options, journal } = ctx;
+    const pending = (step: string) => !ctx.resuming || !finishedEarlier(journal, step);
     const node = await getNode(ctx.cluster, options.node);
     const state = await ctx.nodeState();
     const flavor = detectFlavor(state);
     const net = await ctx.network();
-    if (flavor === 'unknown') throw new RunbookError('preflight', `no container runtime found on ${options.node} (no cri-docker, docker or containerd unit)`);
-    if (!state.packageManager) throw new RunbookError('preflight', `${options.node} has no apt, dnf or yum`);
+    if (flavor === 'unknown') throw refuse(`no container runtime found on ${options.node} (no cri-docker, docker or containerd unit)`);
+    if (!state.packageManager) throw refuse(`${options.node} has no apt, dnf or yum`);
     // A resumed run finds kubelet stopped and the node NotReady: that is our doing, not a reason to stop.
     if (!ctx.resuming && !isReady(node)) throw new RunbookError('nodeNotReady', `node ${options.node} is not Ready: ${readyMessage(node)}`);
-    const missing = Object.keys(options.targets).filter((p) => !state.packages[p]);
-    if (missing.length > 0) throw new RunbookError('preflight', `${missing.join(', ')} not installed on ${options.node} (installed: ${Object.entries(state.packages).map(([p, v]) => `${p} ${v}`).join(', ') || 'none of the runtime packages'})`);
-    const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;
-    if (varFree < options.minFreeBytes) throw new RunbookError('preflight', `${options.node} has ${Math.round(varFree / 2 ** 20)} MiB free under /var, less than ${Math.round(options.minFreeBytes / 2 ** 20)} MiB`);
-    const changes = Object.entries(options.targets).filter(([p, v]) => state.packages[p] !== v);
-    if (changes.length > 0) {
-      const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(state.packageManager, changes.map(([p]) => p))));
-      const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
-      if (unavailable.length > 0) {
-        throw new RunbookError('preflight', unavailable.map(([p, v]) => `${p} ${v} is not available from ${options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
-      }
+    const controlPlane = isControlPlane(node, await listPodsOnNode(ctx.cluster, options.node));
+    if (controlPlane && !options.allowControlPlane) {
+      throw refuse(`${options.node} is a control-plane node (${controlPlane}): its teardown stops etcd and the apiserver's static pods; give --allow-control-plane to maintain it (one at a time, after the workers)`);
     }
-    const prior: PriorState = ctx.journal.prior ?? {
+    if (!state.tools.has('crictl')) throw refuse(`${options.node} has no crictl: the runtime's sandboxes and network readiness could not be checked (install cri-tools)`);
+    checkPackages(ctx, state);
+    const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;
+    if (varFree < options.minFreeBytes) throw refuse(`${options.node} has ${Math.round(varFree / 2 ** 20)} MiB free under /var, less than ${Math.round(options.minFreeBytes / 2 ** 20)} MiB`);
+    const changes = Object.entries(options.targets).filter(([p, v]) => state.packages[p] !== v);
+    if (changes.length > 0 && pending('upgrade-runtime')) await checkAvailable(ctx, state, changes);
+    const prior: PriorState = journal.prior ?? {
       unschedulable: node.spec.unschedulable === true,
       kubeletActive: state.services.kubelet?.active === true,
       packages: Object.fromEntries(Object.keys(options.targets).map((p) => [p, state.packages[p]!])),
+      held: Object.entries(state.packageDb.records).filter(([, r]) => r.held).map(([p]) => p),
       runtimeServices: runtimeUnits(flavor).filter((u) => state.services[u]?.active),
       flavor,
       networkMode: net.mode,
     };
     const runtimeDown = prior.runtimeServices.some((u) => !state.services[u]?.active);
     const maintenanceNeeded = ctx.resuming || changes.length > 0 || runtimeDown;
-    if (maintenanceNeeded && !ctx.resuming) await checkDrainable(ctx);
+    const notes: string[] = [];
+    if (maintenanceNeeded) {
+      if (pending('upgrade-runtime')) notes.push(...(await waitForPackageLock(ctx, state)));
+      if (pending('teardown-sandboxes')) checkReplayable(ctx, state, podCidr(node));
+      if (pending('drain')) notes.push(await checkDrainable(ctx));
+    }
     const summary = [
       `${flavor}+${net.mode}`,
-      ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p]} -> ${v}`),
-      maintenanceNeeded ? (ctx.resuming ? 'resuming an unfinished run' : 'budgets allow the drain') : 'already at target',
+      ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p] || 'not cleanly installed'} -> ${v}`),
+      ...(prior.held.length > 0 ? [`held: ${prior.held.join(', ')} (kept)`] : []),
+      ...(controlPlane ? [`control plane (${controlPlane}), allowed`] : []),
+      maintenanceNeeded ? (ctx.resuming ? 'resuming an unfinished run' : 'ready to start') : 'already at target',
+      ...notes.filter(Boolean),
     ].join(', ');
-    return { actions: [], summary, prior, maintenanceNeeded, detail: { flavor, network: net, prior } };
+    return { actions: [], summary, prior, maintenanceNeeded, detail: { flavor, network: net, prior, controlPlane } };
   },
   async apply() {},
   async verify() {},
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The target packages are installed, and dpkg is sound. A half-installed package or an interrupted dpkg that this
+ * run did not cause is refused (someone else's dpkg run, to be looked at); one a killed run of ours left is repaired
+ * by the upgrade step, which completes the interrupted dpkg and installs again.
+ */
+function checkPackages(ctx: RunContext, state: NodeState): void {
+  const { options } = ctx;
+  const db = state.packageDb;
+  const missing = Object.keys(options.targets).filter((p) => !db.records[p] || db.records[p]!.status === 'not-installed' || db.records[p]!.status === 'config-files');
+  if (missing.length > 0) throw refuse(`${missing.join(', ')} not installed on ${options.node} (installed: ${Object.entries(state.packages).map(([p, v]) => `${p} ${v}`).join(', ') || 'none of the runtime packages'})`);
+  const ours = ctx.resuming && ctx.journal.steps['upgrade-runtime'] !== undefined;
+  const broken = brokenPackages(db);
+  if (!ours && (broken.length > 0 || db.interrupted)) {
+    throw refuse(`dpkg on ${options.node} is not in a sound state (${[...(db.interrupted ? ['an interrupted dpkg run'] : []), ...broken].join(', ')}), and not by this tool: look at it, run \`dpkg --configure -a\` on the node, then run again`);
+  }
+}
+
+async function checkAvailable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<void> {
+  const out = await run(ctx.transport, availableVersionsScript(state.packageManager!, changes.map(([p]) => p)));
+  const available = parseAvailableVersions(out);
+  const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
+  if (unavailable.length > 0) {
+    throw refuse(unavailable.map(([p, v]) => `${p} ${v} is not available from ${ctx.options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
+  }
+}
+
+/** Another process's apt or dpkg (unattended-upgrades) is waited for, up to --lock-timeout, then refused. */
+async function waitForPackageLock(ctx: RunContext, state: NodeState): Promise<string[]> {
+  if (state.packageManager !== 'apt' || state.packageDb.lockHolders.length === 0) return [];
+  const { options } = ctx;
+  if (options.dryRun) return [`the dpkg lock is held by ${lockMessage(state.packageDb)}: the run would wait up to ${options.lockTimeoutSeconds}s for it`];
+  try {
+    await waitUntil(
+      `the dpkg lock on ${options.node}`,
+      async () => {
+        const db = parsePackageDb([], (await run(ctx.transport, LOCK_HOLDERS_SCRIPT)).split('\n').filter(Boolean), false);
+        return db.lockHolders.length === 0 ? true : `held by ${lockMessage(db)}`;
+      },
+      { timeoutMs: options.lockTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for the dpkg lock: ${seen}`) },
+    );
+  } catch (e) {
+    throw refuse(`the dpkg lock on ${options.node} was not released in ${options.lockTimeoutSeconds}s (${(e as Error).message.split(': ').pop()}); nothing was changed. Let that apt finish (or raise --lock-timeout) and run again`);
+  }
+  return ['dpkg lock free'];
+}
+
+/** A cache entry the teardown could not replay would leak: found now, before the drain, not in step 5 after it. */
+function checkReplayable(ctx: RunContext, state: NodeState, cidr: string | undefined): void {
+  const { unreplayable } = planTeardown(state, cidr);
+  if (unreplayable.length > 0) {
+    throw refuse(`${unreplayable.length} CNI cache entr(ies) on ${ctx.options.node} cannot be replayed, so their IPs would leak: ${unreplayable.slice(0, 5).map((u) => `${u.entryPath} (${u.reason})`).join('; ')}. Restore the network's config, or release them with audit-node --reclaim, then run again`);
+  }
+}
 
 /**
- * PodDisruptionBudgets are checked before cordoning: a drain that cannot finish never starts. A budget that forbids
- * every disruption stops the run at once; one that is only at zero for now (replacements of pods evicted elsewhere
- * not Ready yet, as in a fleet's next wave) is waited for, a bounded time, before it counts as a block.
+ * The drain would succeed: no pod it would refuse, no grace period longer than the drain's timeout, and the
+ * PodDisruptionBudgets allow every eviction. A budget at zero only for now (its pods are being replaced elsewhere,
+ * as in a fleet's next wave) is waited for, up to --budget-wait; one that forbids every disruption refuses at once.
  */
-async function checkDrainable(ctx: RunContext): Promise<void> {
+async function checkDrainable(ctx: RunContext): Promise<string> {
   const { options } = ctx;
-  const deadline = Date.now() + options.budgetWaitSeconds * 1000;
-  for (;;) {
-    const pods = await listPodsOnNode(ctx.cluster, options.node);
-    const verdicts = classifyPods(pods, options.drain, await daemonSetKeys(ctx.cluster));
-    const refused = refusalMessage(verdicts);
-    if (refused) throw new RunbookError('preflight', `drain would fail: ${refused}`);
-    const budgets = await ctx.cluster.get<List<PodDisruptionBudget>>('/apis/policy/v1/poddisruptionbudgets');
-    const blocks = budgetBlocks(verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod), budgets.items);
-    if (blocks.length === 0) return;
-    if (blocks.some((b) => b.permanent) || Date.now() > deadline) {
-      throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node}: ${blockMessage(blocks)}`, { details: blocks });
-    }
-    ctx.progress(`waiting for budgets: ${blockMessage(blocks)}`);
-    await sleep(2_000);
-  }
+  let said = '';
+  await waitUntil(
+    'PodDisruptionBudgets to allow the drain',
+    async () => {
+      const plan = await planDrain(ctx.cluster, options.node, options.drain);
+      if (plan.refused) throw refuse(`drain would fail: ${plan.refused}`);
+      const slow = graceOutlastsTimeout(plan.evict, options.drain);
+      if (slow.length > 0) throw refuse(`drain would time out: the grace period of ${slow.join(', ')} is not shorter than --timeout ${options.drain.timeoutSeconds}s; raise --timeout or give a shorter --grace-period`);
+      const budgets = await ctx.cluster.get<List<PodDisruptionBudget>>('/apis/policy/v1/poddisruptionbudgets');
+      const blocks = budgetBlocks(plan.evict, budgets.items);
+      if (blocks.length === 0) return true;
+      if (blocks.some((b) => b.permanent)) {
+        throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node}: ${blockMessage(blocks)}`, { details: blocks });
+      }
+      said = blockMessage(blocks);
+      // The dry run says what the run would wait for, without waiting.
+      return options.dryRun ? true : said;
+    },
+    { timeoutMs: options.budgetWaitSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for budgets: ${seen}`) },
+  ).catch((e) => {
+    if (e instanceof RunbookError) throw e;
+    throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node} after ${options.budgetWaitSeconds}s: ${said}`);
+  });
+  return options.dryRun && said ? `the run would wait up to ${options.budgetWaitSeconds}s for budgets: ${said}` : 'budgets allow the drain';
 }

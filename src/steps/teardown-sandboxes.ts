@@ -2,6 +2,7 @@ import { getNode, podCidr } from '../cluster/nodes.js';
 import { parseReplayOutput, planReplay, replayScript, type DelReplay } from '../node/cni/replay.js';
 import { failedRemovals, removeSandboxesScript } from '../node/runtime/sandboxes.js';
 import type { NodeState, Sandbox } from '../node/state/types.js';
+import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
 import type { Step, StepPlan } from '../runbook/step.js';
 
@@ -47,6 +48,7 @@ export function planTeardown(state: NodeState, cidr: string | undefined): Omit<T
 export const teardownSandboxes: Step<TeardownPlan> = {
   name: 'teardown-sandboxes',
   title: 'Tear down sandbox networks',
+  undo: 'nothing to undo: a torn-down network cannot be put back; kubelet sets up every pod anew when it starts',
   async plan(ctx) {
     const state = await ctx.nodeState({ fresh: true });
     const node = await getNode(ctx.cluster, ctx.options.node);
@@ -69,6 +71,15 @@ export const teardownSandboxes: Step<TeardownPlan> = {
   async apply(ctx, plan) {
     const net = await ctx.network();
     const flavor = ctx.journal.prior?.flavor ?? 'unknown';
+    // What the DELs and removals consume (cache entries, reservations, checkpoints) is saved first, as reclaim does.
+    const before = await ctx.nodeState();
+    const backup = backupPath(ctx.runId, 'teardown');
+    const saved = [...plan.replays.map((r) => r.entryPath), ...before.ipam.map((d) => d.path), ...before.checkpoints.map((c) => c.path)];
+    const written = writtenBackup(await run(ctx.transport, ['set -e', ...backupLines(backup, saved)].join('\n'), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
+    if (written) {
+      ctx.journal.backups.push(written);
+      await ctx.saveJournal();
+    }
     const results = parseReplayOutput(await run(ctx.transport, replayScript(plan.replays, net.binDir), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
     const failedIds = new Set(plan.replays.filter((r) => !results.ok.has(r.entryPath)).map((r) => r.containerId));
     ctx.progress(`CNI DEL: ${results.ok.size} ok, ${results.failed.size} failed`);

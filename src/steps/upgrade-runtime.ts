@@ -1,5 +1,6 @@
-import { installScript, refreshScript, availableVersionsScript, parseAvailableVersions } from '../node/packages/index.js';
+import { availableVersionsScript, installScript, parseAvailableVersions, refreshScript } from '../node/packages/index.js';
 import { runtimeUnits } from '../node/runtime/flavor.js';
+import { versionsOf } from '../node/state/index.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
@@ -9,67 +10,77 @@ export interface UpgradePlan extends StepPlan {
   units: string[];
 }
 
-async function installedVersions(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
-  const state = await ctx.nodeState({ fresh: true });
-  return Object.fromEntries(packages.map((p) => [p, state.packages[p] ?? '']));
+const unitsOf = (ctx: RunContext) => {
+  const prior = ctx.journal.prior!;
+  return prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor);
+};
+
+async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
+  return [...parseUnitStates(await run(ctx.transport, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
 }
 
-async function activeUnits(ctx: RunContext, units: string[]): Promise<Map<string, boolean>> {
-  return parseUnitStates(await run(ctx.transport, unitStatesScript(units)));
-}
-
-/** Stops the runtime, installs exact versions through the node's package manager, starts it again. */
+/**
+ * Stops the runtime, installs exact versions through the node's package manager (the operator's holds kept, the dpkg
+ * lock waited for up to --lock-timeout), starts it again.
+ */
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[]): Promise<void> {
-  const state = await ctx.nodeState();
+  const state = await ctx.nodeState({ fresh: true });
   const manager = state.packageManager!;
   const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
+  const { lockTimeoutSeconds } = ctx.options;
   await run(ctx.transport, stopUnitsScript([...units].reverse()), { timeoutMs });
   const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(manager, Object.keys(versions))));
-  if (Object.entries(versions).some(([p, v]) => !available.get(p)?.has(v))) await run(ctx.transport, refreshScript(manager), { timeoutMs });
-  await run(ctx.transport, installScript(manager, versions), { timeoutMs });
+  if (Object.entries(versions).some(([p, v]) => !available.get(p)?.has(v))) await run(ctx.transport, refreshScript(manager, lockTimeoutSeconds), { timeoutMs });
+  await run(ctx.transport, installScript(manager, versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds }), { timeoutMs });
   await run(ctx.transport, startUnitsScript(units), { timeoutMs });
 }
 
 export const upgradeRuntime: Step<UpgradePlan> = {
   name: 'upgrade-runtime',
   title: 'Upgrade the runtime',
+  undo: 'reinstall the prior versions (held again if they were held) and start the runtime',
   async plan(ctx) {
-    const prior = ctx.journal.prior!;
-    const units = prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor);
-    const installed = await installedVersions(ctx, Object.keys(ctx.options.targets));
+    const units = unitsOf(ctx);
+    // A package a killed dpkg left half-installed is at no version: it is installed again.
+    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
     const install = Object.fromEntries(Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v));
-    const down = [...(await activeUnits(ctx, units))].filter(([, active]) => !active).map(([u]) => u);
+    const down = await downUnits(ctx, units);
+    const changing = Object.keys(install).length > 0;
     const actions = [
-      ...(Object.keys(install).length > 0 ? [`stop ${[...units].reverse().join(', ')}`] : []),
-      ...Object.entries(install).map(([p, v]) => `install ${p} ${installed[p]} -> ${v}`),
-      ...(Object.keys(install).length > 0 || down.length > 0 ? [`start ${units.join(', ')}`] : []),
+      ...(changing ? [`stop ${[...units].reverse().join(', ')}`] : []),
+      ...Object.entries(install).map(([p, v]) => `install ${p} ${installed[p] || '(not cleanly installed)'} -> ${v}`),
+      ...(changing || down.length > 0 ? [`start ${units.join(', ')}`] : []),
     ];
     return {
       install,
       units,
       actions,
       summary: actions.length === 0 ? 'runtime at target versions and running' : Object.entries(install).map(([p, v]) => `${p} -> ${v}`).join(', ') || `start ${down.join(', ')}`,
-      detail: { from: installed, to: ctx.options.targets, units },
+      detail: { from: installed, to: ctx.options.targets, units, held: ctx.journal.prior?.held ?? [] },
     };
   },
   async apply(ctx, plan) {
-    await install(ctx, plan.install, plan.units);
+    if (Object.keys(plan.install).length > 0) await install(ctx, plan.install, plan.units);
+    else await run(ctx.transport, startUnitsScript(plan.units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
     return Object.entries(plan.install).map(([p, v]) => `${p} ${v}`).join(', ') || 'runtime started';
   },
   async verify(ctx, plan) {
-    const installed = await installedVersions(ctx, Object.keys(ctx.options.targets));
+    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
     const wrong = Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v);
-    if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p]} (want ${v})`).join(', ')}`);
-    const down = [...(await activeUnits(ctx, plan.units))].filter(([, a]) => !a).map(([u]) => u);
+    if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`).join(', ')}`);
+    const down = await downUnits(ctx, plan.units);
     if (down.length > 0) throw new Error(`runtime units not running after the upgrade: ${down.join(', ')}`);
   },
   async rollback(ctx) {
     const prior = ctx.journal.prior!;
-    const units = prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor);
-    const installed = await installedVersions(ctx, Object.keys(prior.packages));
+    const units = unitsOf(ctx);
+    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(prior.packages));
     const back = Object.fromEntries(Object.entries(prior.packages).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
       await install(ctx, back, units);
+      const now = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(back));
+      const wrong = Object.entries(back).filter(([p, v]) => now[p] !== v);
+      if (wrong.length > 0) throw new Error(`could not reinstall ${wrong.map(([p, v]) => `${p} ${v} (now ${now[p] || 'not cleanly installed'})`).join(', ')}`);
       return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}`;
     }
     await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry, { AbortError } from 'p-retry';
 import { ApiError, isNotFound, type Cluster } from '../api.js';
 import { podKey } from '../pods.js';
 import type { List, Pod } from '../types.js';
@@ -29,9 +31,22 @@ export interface EvictOptions {
   maxRetryDelayMs?: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The pod we meant is gone: deleted, or replaced by a namesake with another UID. */
+async function goneOrReplaced(cluster: Cluster, pod: Pod): Promise<boolean> {
+  try {
+    const now = await cluster.get<Pod>(`/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`);
+    return now.metadata.uid !== pod.metadata.uid;
+  } catch (e) {
+    if (isNotFound(e)) return true;
+    throw e;
+  }
+}
 
-/** Evicts one pod, retrying while a budget refuses; resolves once the API accepted the eviction (or the pod is gone). */
+/**
+ * Evicts one pod, retrying while a budget refuses (429), while the API conflicts (409: a budget's status was being
+ * updated, or the UID precondition failed) or errs (5xx); resolves once the API accepted the eviction or the pod we
+ * meant is gone. A 409 is "gone" only when the pod, read again as kubectl does, is gone or has another UID.
+ */
 export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions): Promise<void> {
   const { name, namespace, uid } = pod.metadata;
   const body = {
@@ -43,25 +58,32 @@ export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions
       preconditions: { uid },
     },
   };
-  let delay = options.retryDelayMs ?? 1_000;
   options.progress?.onEvicting?.(pod);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await cluster.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, body);
-      return;
-    } catch (e) {
-      if (isNotFound(e)) return;
-      // 409: the UID precondition failed, so the pod we meant is already gone and a namesake took its place.
-      if (e instanceof ApiError && e.status === 409) return;
-      const retriable = e instanceof ApiError && (e.status === 429 || e.status >= 500 || (e.status === 403 && /terminat/i.test(e.message)));
-      if (!retriable) throw new Error(`error when evicting pods/${name} -n ${namespace}: ${(e as Error).message}`, { cause: e });
-      if (Date.now() + delay > options.deadline) {
-        throw new Error(`error when evicting pods/${name} -n ${namespace}: global timeout reached: ${(e as Error).message}`, { cause: e });
-      }
-      options.progress?.onRetry?.(pod, (e as Error).message, attempt);
-      await sleep(delay);
-      delay = Math.min(delay * 2, options.maxRetryDelayMs ?? 5_000);
-    }
+  const what = `pods/${name} -n ${namespace}`;
+  try {
+    await pRetry(
+      async () => {
+        try {
+          await cluster.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, body);
+        } catch (e) {
+          if (isNotFound(e)) return;
+          if (e instanceof ApiError && e.status === 409 && (await goneOrReplaced(cluster, pod))) return;
+          const retriable = e instanceof ApiError && (e.status === 429 || e.status === 409 || e.status >= 500 || (e.status === 403 && /terminat/i.test(e.message)));
+          if (!retriable) throw new AbortError(new Error(`error when evicting ${what}: ${(e as Error).message}`, { cause: e }));
+          throw e;
+        }
+      },
+      {
+        retries: Number.POSITIVE_INFINITY,
+        minTimeout: options.retryDelayMs ?? 1_000,
+        maxTimeout: options.maxRetryDelayMs ?? 5_000,
+        maxRetryTime: Math.max(0, options.deadline - Date.now()),
+        onFailedAttempt: ({ error, attemptNumber }) => options.progress?.onRetry?.(pod, error.message, attemptNumber),
+      },
+    );
+  } catch (e) {
+    if (e instanceof ApiError) throw new Error(`error when evicting ${what}: global timeout reached: ${e.message}`, { cause: e });
+    throw e;
   }
 }
 

@@ -1,7 +1,72 @@
 import { command } from '../transport/quote.js';
+import type { PackageDb, PackageRecord } from '../state/types.js';
 
-// The node's package manager: what versions are available, and the command that installs exact versions.
+// The node's package manager: what versions are installed and available, and the script that installs exact ones.
 export type PackageManager = 'apt' | 'dnf' | 'yum';
+
+/** Where install logs go on the node: apt's output is never streamed back, so a lost session cannot cut it off. */
+export const LOG_DIR = '/var/lib/node-maint/log';
+
+/**
+ * Installed versions as `dnf list` and `apt-cache madison` print them: dpkg's own version with dpkg's status
+ * abbreviation; rpm's with the epoch only when there is one (`1:1.6.20-1.el9`, `1.6.20-1.el9`).
+ */
+export function installedScript(packages: string[]): string {
+  const names = packages.map((p) => command(p)).join(' ');
+  return `if command -v dpkg-query >/dev/null 2>&1; then
+  dpkg-query -W -f='\${Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n' ${names} 2>/dev/null
+elif command -v rpm >/dev/null 2>&1; then
+  rpm -q --qf '%{NAME}\\t%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\\tii \\n' ${names} 2>/dev/null | grep -v 'not installed'
+fi`;
+}
+
+/** Who holds dpkg's locks now, by /proc/locks (read-only: taking the lock to test it would race the holder). */
+export const LOCK_HOLDERS_SCRIPT = `for f in /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock; do
+  [ -e "$f" ] && awk -v i=":$(stat -c %i "$f")" '$2 != "->" && substr($6, length($6) - length(i) + 1) == i {print $5}' /proc/locks 2>/dev/null
+done | sort -u | while read -r p; do [ "$p" -gt 0 ] 2>/dev/null && printf '%s\\t%s\\n' "$p" "$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-120)"; done`;
+
+export const DPKG_INTERRUPTED_SCRIPT = `[ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ] && echo interrupted`;
+
+// dpkg's status letter (second of db:Status-Abbrev) to what it means for us.
+const DPKG_STATUS: Record<string, PackageRecord['status']> = {
+  i: 'installed',
+  W: 'installed',
+  t: 'installed',
+  H: 'half-installed',
+  U: 'unpacked',
+  F: 'half-configured',
+  c: 'config-files',
+  n: 'not-installed',
+};
+
+/** "containerd\t1.6.20~ds1-1+deb12u2\thi " lines, and the lock and interruption sections, into a PackageDb. */
+export function parsePackageDb(lines: string[], lockLines: string[], interrupted: boolean): PackageDb {
+  const records: Record<string, PackageRecord> = {};
+  for (const line of lines) {
+    const [name, version, abbrev = ''] = line.split('\t');
+    if (!name) continue;
+    records[name] = { version: version ?? '', held: abbrev[0] === 'h', status: DPKG_STATUS[abbrev[1] ?? 'n'] ?? 'not-installed' };
+  }
+  const lockHolders = lockLines.flatMap((l) => {
+    const [pid, cmd = ''] = l.split('\t');
+    return Number(pid) > 0 ? [{ pid: Number(pid), command: cmd.trim() }] : [];
+  });
+  return { records, interrupted, lockHolders };
+}
+
+/** Installed and configured versions only: a half-installed package is not "at" any version. */
+export function cleanVersions(db: PackageDb): Record<string, string> {
+  return Object.fromEntries(Object.entries(db.records).filter(([, r]) => r.status === 'installed' && r.version).map(([n, r]) => [n, r.version]));
+}
+
+/** Packages a dpkg run interrupted or failed on, as "containerd (half-configured)". */
+export function brokenPackages(db: PackageDb): string[] {
+  return Object.entries(db.records)
+    .filter(([, r]) => r.status === 'half-installed' || r.status === 'unpacked' || r.status === 'half-configured')
+    .map(([n, r]) => `${n} ${r.version} (${r.status})`);
+}
+
+export const lockMessage = (db: PackageDb) => db.lockHolders.map((h) => `PID ${h.pid} (${h.command || '?'})`).join(', ');
 
 /** A script that prints "<package>\t<version>" for every version the package sources offer. */
 export function availableVersionsScript(manager: PackageManager, packages: string[]): string {
@@ -22,17 +87,43 @@ export function parseAvailableVersions(text: string): Map<string, Set<string>> {
   return map;
 }
 
-/** Installs exactly these versions (up or down), non-interactively, keeping the node's own config files. */
-export function installScript(manager: PackageManager, versions: Record<string, string>): string {
-  const pairs = Object.entries(versions);
-  if (manager === 'apt') {
-    const specs = pairs.map(([p, v]) => command(`${p}=${v}`)).join(' ');
-    return `DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs}`;
-  }
-  const specs = pairs.map(([p, v]) => command(`${p}-${v.replace(/^[0-9]+:/, '')}`)).join(' ');
-  return `${manager} -y install --allowerasing ${specs} || ${manager} -y downgrade ${specs}`;
+export interface InstallOptions {
+  /** Packages to hold again afterwards, whatever the outcome (the operator's holds outlive our install). */
+  hold: string[];
+  lockTimeoutSeconds: number;
 }
 
-export function refreshScript(manager: PackageManager): string {
-  return manager === 'apt' ? 'apt-get update -q' : `${manager} -q makecache`;
+/**
+ * Installs exactly these versions (up or down), non-interactively, keeping the node's config files. Output goes to a
+ * log on the node and only its tail comes back. An interrupted dpkg (a killed run of ours) is completed first.
+ */
+export function installScript(manager: PackageManager, versions: Record<string, string>, options: InstallOptions): string {
+  const pairs = Object.entries(versions);
+  const log = `${LOG_DIR}/install-$(date +%s).log`;
+  const head = ['set -u', `mkdir -p ${LOG_DIR}`, `log=${log}`, 'rc=0'];
+  const tail = ['tail -n 15 "$log" >&2', 'exit $rc'];
+  if (manager === 'apt') {
+    const specs = pairs.map(([p, v]) => command(`${p}=${v}`)).join(' ');
+    const lock = `-o DPkg::Lock::Timeout=${options.lockTimeoutSeconds}`;
+    return [
+      ...head,
+      'export DEBIAN_FRONTEND=noninteractive',
+      `if ${DPKG_INTERRUPTED_SCRIPT} >/dev/null; then dpkg --force-confold --force-confdef --configure -a >>"$log" 2>&1 || true; fi`,
+      `apt-get install -y -q ${lock} --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
+      ...(options.hold.length > 0 ? [`apt-mark hold ${options.hold.map((p) => command(p)).join(' ')} >>"$log" 2>&1 || [ $rc != 0 ] || rc=1`] : []),
+      ...tail,
+    ].join('\n');
+  }
+  // dnf's install never goes down a version and downgrade never up: install, then downgrade what is still not there.
+  // Never --allowerasing: it would remove other packages without asking anyone.
+  const lines = pairs.map(([p, v]) => {
+    const spec = command(`${p}-${v}`);
+    const now = `"$(rpm -q --qf '%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}' ${command(p)} 2>/dev/null)"`;
+    return `${manager} -y install ${spec} >>"$log" 2>&1; [ ${now} = ${command(v)} ] || ${manager} -y downgrade ${spec} >>"$log" 2>&1 || rc=$?`;
+  });
+  return [...head, ...lines, ...tail].join('\n');
+}
+
+export function refreshScript(manager: PackageManager, lockTimeoutSeconds: number): string {
+  return manager === 'apt' ? `apt-get update -q -o DPkg::Lock::Timeout=${lockTimeoutSeconds} >/dev/null` : `${manager} -q makecache >/dev/null`;
 }

@@ -1,5 +1,7 @@
 // The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
 // ("@@name args") and content lines ("|text"). It reads files with one awk per directory, never a command per file.
+import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
+
 export const STATE_DIRS = {
   ipam: '/var/lib/cni/networks',
   cniCaches: ['/var/lib/cni/cache/results', '/var/lib/cni/results'],
@@ -39,11 +41,11 @@ cat /etc/os-release 2>/dev/null | body
 sec tools
 for t in apt-get dnf yum dpkg-query rpm docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done | body
 sec packages
-if command -v dpkg-query >/dev/null 2>&1; then
-  dpkg-query -W -f='\${Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n' ${PACKAGES.join(' ')} 2>/dev/null | body
-elif command -v rpm >/dev/null 2>&1; then
-  rpm -q --qf '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\tii\\n' ${PACKAGES.join(' ')} 2>/dev/null | grep -v 'not installed' | body
-fi
+${installedScript(PACKAGES)} | body
+sec dpkg-locks
+{ ${LOCK_HOLDERS_SCRIPT}; } | body
+sec dpkg-journal
+{ ${DPKG_INTERRUPTED_SCRIPT}; } | body
 sec services
 for u in ${UNITS.join(' ')}; do echo "Unit=$u"; systemctl show -p LoadState,ActiveState,MainPID,ExecStart "$u" 2>/dev/null; done | body
 sec processes

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { parseCacheEntry } from '../cni/cache.js';
+import { cleanVersions, parsePackageDb } from '../packages/index.js';
 import { parseReservation } from '../cni/host-local.js';
 import { parseCheckpoint } from '../runtime/checkpoint.js';
 import { parseCrictlContainers, parseCrictlPods } from '../runtime/crictl.js';
@@ -71,6 +72,7 @@ export function parseNodeState(output: string): NodeState {
     tools,
     packageManager: tools.has('apt-get') ? 'apt' : tools.has('dnf') ? 'dnf' : tools.has('yum') ? 'yum' : null,
     packages: {},
+    packageDb: { records: {}, interrupted: false, lockHolders: [] },
     services: {},
     processes: {},
     diskFreeBytes: {},
@@ -86,10 +88,8 @@ export function parseNodeState(output: string): NodeState {
     veths: (one('links')?.lines ?? []).map(parseVethLine).filter((v): v is { name: string; master: string | null } => v !== null),
     backups: one('backups')?.lines.filter((l) => l !== '') ?? [],
   };
-  for (const line of one('packages')?.lines ?? []) {
-    const [name, version, status] = line.split('\t');
-    if (name && version && status?.startsWith('i')) state.packages[name] = version;
-  }
+  state.packageDb = parsePackageDb(one('packages')?.lines ?? [], one('dpkg-locks')?.lines ?? [], (one('dpkg-journal')?.lines ?? []).includes('interrupted'));
+  state.packages = cleanVersions(state.packageDb);
   for (const unit of UNITS) state.services[unit] = parseSystemctlShow(unit, '');
   let unitLines: string[] = [];
   let unitName = '';

@@ -88,6 +88,23 @@ export interface RuntimeContainer {
   name: string;
 }
 
+/** A package as dpkg (or rpm) records it. */
+export interface PackageRecord {
+  version: string;
+  /** dpkg's selection is hold (apt-mark hold): kept through our installs and rollbacks. */
+  held: boolean;
+  /** installed: configured (pending triggers included); the rest are what a dpkg run interrupted or failed leaves. */
+  status: 'installed' | 'half-installed' | 'unpacked' | 'half-configured' | 'config-files' | 'not-installed';
+}
+
+export interface PackageDb {
+  records: Record<string, PackageRecord>;
+  /** dpkg was interrupted (its journal in /var/lib/dpkg/updates is not empty): apt refuses to work until repaired. */
+  interrupted: boolean;
+  /** Processes holding the dpkg or apt lock now (unattended-upgrades, a manual apt). */
+  lockHolders: Array<{ pid: number; command: string }>;
+}
+
 export interface NodeState {
   hostname: string;
   /** The node's clock when the state was taken, seconds since the epoch. */
@@ -96,8 +113,9 @@ export interface NodeState {
   os: { id: string; versionId: string; prettyName: string };
   tools: Set<string>;
   packageManager: 'apt' | 'dnf' | 'yum' | null;
-  /** Installed package versions by name. */
+  /** Installed package versions by name: cleanly installed ones only (a half-installed package is not here). */
   packages: Record<string, string>;
+  packageDb: PackageDb;
   services: Record<string, ServiceState>;
   /** Command lines of running daemons (kubelet, cri-dockerd, containerd, dockerd), by process name. */
   processes: Record<string, string>;

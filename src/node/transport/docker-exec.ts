@@ -1,5 +1,5 @@
-import { RunbookError } from '../../runbook/errors.js';
-import { runProcess } from './process.js';
+import { RunbookError } from '../../errors.js';
+import { runProcess, runScript } from './process.js';
 import type { ExecOptions, ExecResult, Transport } from './types.js';
 
 export interface DockerExecOptions {
@@ -8,7 +8,10 @@ export interface DockerExecOptions {
   dockerHost?: string;
 }
 
-/** Node access for nodes that are containers (kind): docker exec as root, no shell on this side. */
+/**
+ * Node access for nodes that are containers (kind): docker exec as root, no shell on this side. A killed docker
+ * client leaves its exec running in the container: the remote shell's own timeout is what ends it.
+ */
 export class DockerExecTransport implements Transport {
   readonly target: string;
   private constructor(private readonly options: DockerExecOptions) {
@@ -17,7 +20,7 @@ export class DockerExecTransport implements Transport {
 
   static async connect(options: DockerExecOptions): Promise<DockerExecTransport> {
     const transport = new DockerExecTransport(options);
-    const probe = await runProcess(transport.argv(['true']), { timeoutMs: 15_000, env: transport.env() });
+    const probe = await runProcess(transport.argv(['true']), { env: transport.env() });
     if (probe.code !== 0) {
       throw new RunbookError('unreachable', `${transport.target}: ${probe.stderr.trim() || 'the container does not answer'}`);
     }
@@ -25,7 +28,7 @@ export class DockerExecTransport implements Transport {
   }
 
   exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return runProcess(this.argv(['sh', '-c', 'eval "$(cat)"']), { ...options, stdin: script, env: this.env() });
+    return runScript(this.target, (shell) => this.argv(['sh', '-c', shell]), script, { ...options, env: this.env() });
   }
 
   async close(): Promise<void> {}

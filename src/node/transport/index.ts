@@ -1,4 +1,4 @@
-import { RunbookError } from '../../runbook/errors.js';
+import { RunbookError } from '../../errors.js';
 import { DockerExecTransport } from './docker-exec.js';
 import { LocalTransport } from './local.js';
 import { SshTransport, type SshOptions } from './ssh.js';

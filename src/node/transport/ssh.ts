@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { RunbookError } from '../../errors.js';
 import { hostKeyPolicy } from './host-keys.js';
 import { hostPattern } from './known-hosts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, REMOTE_SHELL, type ExecOptions, type ExecResult, type Transport } from './types.js';
+import { ANSWER_GRACE_MS, CommandTimeoutError, DEFAULT_COMMAND_TIMEOUT_MS, remoteShell, timedOutOnNode, type ExecOptions, type ExecResult, type Transport } from './types.js';
 
 export interface SshOptions {
   host: string;
@@ -21,10 +21,21 @@ export interface SshOptions {
 type Ssh2 = typeof import('ssh2');
 type Client = import('ssh2').Client;
 
-/** SSH with ssh2: the host key must already be in known_hosts, keepalive on, a timeout on every command. */
+interface Connection {
+  client: Client;
+  hops: Client[];
+  /** Set when the server, the network or a keepalive timeout ended the session. */
+  lost: boolean;
+}
+
+/**
+ * SSH with ssh2: the host key must already be in known_hosts, keepalive on, a timeout on every command that ends it
+ * on the node too. A lost connection fails the command it carried (which goes on on the node to its end or its own
+ * timeout) and is opened again, host key checked again, for the next one.
+ */
 export class SshTransport implements Transport {
   readonly target: string;
-  private constructor(private readonly client: Client, private readonly options: SshOptions, private readonly hops: Client[]) {
+  private constructor(private connection: Connection, private readonly options: SshOptions, private readonly reopen: () => Promise<Connection>) {
     this.target = `ssh ${options.user}@${options.host}:${options.port ?? 22}`;
   }
 
@@ -40,40 +51,63 @@ export class SshTransport implements Transport {
         throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
       }),
     ]);
-    const hops: Client[] = [];
-    let sock: NodeJS.ReadableStream | undefined;
-    if (options.bastion) {
-      const bastion = { host: options.bastion.host, port: options.bastion.port ?? 22 };
-      const jump = await openClient(ssh2, { ...options, ...bastion, user: options.bastion.user ?? options.user }, privateKey, knownHosts);
-      hops.push(jump);
-      sock = await new Promise((resolve, reject) =>
-        jump.forwardOut('127.0.0.1', 0, options.host, options.port ?? 22, (err, stream) => (err ? reject(err) : resolve(stream))),
-      );
-    }
-    const client = await openClient(ssh2, options, privateKey, knownHosts, sock);
-    return new SshTransport(client, options, hops);
+    const open = async (): Promise<Connection> => {
+      const hops: Client[] = [];
+      let sock: NodeJS.ReadableStream | undefined;
+      if (options.bastion) {
+        const bastion = { host: options.bastion.host, port: options.bastion.port ?? 22 };
+        const jump = await openClient(ssh2, { ...options, ...bastion, user: options.bastion.user ?? options.user }, privateKey, knownHosts);
+        hops.push(jump);
+        sock = await new Promise((resolve, reject) =>
+          jump.forwardOut('127.0.0.1', 0, options.host, options.port ?? 22, (err, stream) => (err ? reject(err) : resolve(stream))),
+        );
+      }
+      const client = await openClient(ssh2, options, privateKey, knownHosts, sock);
+      const connection: Connection = { client, hops, lost: false };
+      const markLost = () => (connection.lost = true);
+      client.on('close', markLost);
+      client.on('error', markLost);
+      return connection;
+    };
+    return new SshTransport(await open(), options, open);
   }
 
-  exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {
+  async exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    if (this.connection.lost) {
+      this.end(this.connection);
+      this.connection = await this.reopen();
+    }
+    const connection = this.connection;
     // Non-root users run through sudo -n: it never prompts, so a missing sudo rule fails at once.
-    const wrapped = this.options.user === 'root' ? REMOTE_SHELL : `sudo -n ${REMOTE_SHELL}`;
+    const shell = remoteShell(timeoutMs);
+    const wrapped = this.options.user === 'root' ? shell : `sudo -n ${shell}`;
+    const started = Date.now();
     return new Promise((resolve, reject) => {
-      this.client.exec(wrapped, (err, stream) => {
-        if (err) return reject(new RunbookError('unreachable', `${this.target}: cannot start a command`, { cause: err }));
+      connection.client.exec(wrapped, (err, stream) => {
+        if (err) {
+          connection.lost = true;
+          return reject(new RunbookError('unreachable', `${this.target}: cannot start a command`, { cause: err }));
+        }
         const out: Buffer[] = [];
         const errOut: Buffer[] = [];
-        let code = -1;
+        let code: number | undefined;
         const timer = setTimeout(() => {
-          stream.signal('KILL');
+          // The node ends the command by its own timeout; here we only stop waiting, and start afresh next time.
+          connection.lost = true;
           stream.close();
-          reject(new RunbookError('unreachable', `${this.target}: command timed out after ${timeoutMs} ms`));
-        }, timeoutMs);
+          reject(new CommandTimeoutError(this.target, timeoutMs, false));
+        }, timeoutMs + ANSWER_GRACE_MS);
         stream.on('data', (d: Buffer) => out.push(d));
         stream.stderr.on('data', (d: Buffer) => errOut.push(d));
         stream.on('exit', (c: number | null) => (code = c ?? -1));
         stream.on('close', () => {
           clearTimeout(timer);
+          if (code === undefined) {
+            connection.lost = true;
+            return reject(new RunbookError('unreachable', `${this.target}: the connection was lost during the command (it goes on on the node until it ends or times out)`));
+          }
+          if (timedOutOnNode(code, Date.now() - started, timeoutMs)) return reject(new CommandTimeoutError(this.target, timeoutMs, true));
           resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(errOut).toString('utf8') });
         });
         stream.end(script);
@@ -82,8 +116,12 @@ export class SshTransport implements Transport {
   }
 
   async close(): Promise<void> {
-    this.client.end();
-    for (const hop of this.hops) hop.end();
+    this.end(this.connection);
+  }
+
+  private end(connection: Connection): void {
+    connection.client.end();
+    for (const hop of connection.hops) hop.end();
   }
 }
 

@@ -1,3 +1,5 @@
+import { RunbookError } from '../../errors.js';
+
 export interface ExecResult {
   code: number;
   stdout: string;
@@ -5,15 +7,42 @@ export interface ExecResult {
 }
 
 export interface ExecOptions {
-  /** Kills the command and rejects after this long. Every command has one. */
+  /** The command is ended on the node after this long, with everything it started. Every command has one. */
   timeoutMs?: number;
 }
 
+export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
+
+/** How long after the node's own timeout the client gives up waiting for an answer. */
+export const ANSWER_GRACE_MS = 20_000;
+
 /**
- * What every transport runs on the node: the script arrives on stdin and is read whole before it runs, so it may be
- * any size (a single argument is capped at 128 KiB) and nothing in it can read the rest of it as input.
+ * What every transport runs on the node: the script arrives on stdin and is read whole before it runs (so it may be
+ * any size and nothing in it reads the rest as input). `timeout` puts it in its own process group and, when the time
+ * is up, signals the whole group (apt, dpkg, maintainer scripts), then kills it 10 s later; SIGHUP is ignored so a
+ * lost session does not cut the work short: a command ends by finishing or by its own timeout, never halfway
+ * because our side went away.
  */
-export const REMOTE_SHELL = `sh -c 'eval "$(cat)"'`;
+export function remoteShell(timeoutMs = DEFAULT_COMMAND_TIMEOUT_MS): string {
+  return `timeout -k 10 ${Math.max(1, Math.ceil(timeoutMs / 1000))} sh -c 'trap "" HUP; eval "$(cat)"'`;
+}
+
+/** A command that ran out of time (on the node, or waiting for the node's answer): never reported as unreachable. */
+export class CommandTimeoutError extends RunbookError {
+  constructor(target: string, timeoutMs: number, onNode: boolean) {
+    super(
+      'timeout',
+      onNode
+        ? `command on ${target} timed out after ${Math.round(timeoutMs / 1000)}s and was stopped on the node`
+        : `no answer from ${target} within ${Math.round((timeoutMs + ANSWER_GRACE_MS) / 1000)}s (the command stops on the node by its own timeout)`,
+    );
+  }
+}
+
+/** Exit 124 (TERM) or 137 (KILL) from the wrapper's timeout, once the time was really up. */
+export function timedOutOnNode(code: number, elapsedMs: number, timeoutMs: number): boolean {
+  return (code === 124 || code === 137) && elapsedMs >= timeoutMs - 1_000;
+}
 
 /** Runs shell scripts on a node as root: ssh (sudo -n for non-root users), docker exec, or this machine. */
 export interface Transport {
@@ -22,8 +51,6 @@ export interface Transport {
   exec(script: string, options?: ExecOptions): Promise<ExecResult>;
   close(): Promise<void>;
 }
-
-export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
 
 /** Runs a script and throws unless it exits 0; the error names the target and carries stderr. */
 export async function run(transport: Transport, script: string, options?: ExecOptions): Promise<string> {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../../src/cli/duration.js';
-import { heldByOther } from '../../../src/cluster/lease.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, validateRunOptions } from '../../../src/runbook/options.js';
 import { parseSystemctlShow } from '../../../src/node/service.js';
 
@@ -15,6 +14,11 @@ describe('input validation', () => {
   it.each(['containerd', 'containerd=', 'containerd=latest', 'containerd=1.6;rm -rf /', 'containerd=$(id)', 'Containerd=1.0', 'a=1,a=2'])('refuses %j', (spec) => {
     expect(() => parseTargets(spec)).toThrow();
   });
+  it('refuses a Lease timing that cannot fence, and --rollback with --dry-run', () => {
+    const base = { ...DEFAULT_RUN_OPTIONS, node: 'n', targets: { containerd: '1' } };
+    expect(() => validateRunOptions({ ...base, lease: { durationSeconds: 15, renewDeadlineSeconds: 20, retryPeriodSeconds: 2 } })).toThrow(/renew deadline < duration/);
+    expect(() => validateRunOptions({ ...base, rollback: true, dryRun: true })).toThrow(/--rollback and --dry-run/);
+  });
   it('refuses node names and numbers that could not be real', () => {
     expect(() => validateNodeName('node;reboot')).toThrow(/invalid node name/);
     expect(validateNodeName('ip-10-0-0-1.ec2.internal')).toBe('ip-10-0-0-1.ec2.internal');
@@ -27,17 +31,7 @@ describe('input validation', () => {
   });
 });
 
-describe('leases and units', () => {
-  const lease = (holder: string | null, renewedAgoS: number) => ({
-    metadata: { name: 'l' },
-    spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime: new Date(Date.now() - renewedAgoS * 1000).toISOString() },
-  });
-  it('treats an expired lease as free and a live one as held', () => {
-    expect(heldByOther(lease('other', 3), 'me')).toBe('other');
-    expect(heldByOther(lease('other', 30), 'me')).toBeUndefined();
-    expect(heldByOther(lease('me', 3), 'me')).toBeUndefined();
-    expect(heldByOther(lease(null, 3), 'me')).toBeUndefined();
-  });
+describe('units', () => {
   it('parses systemctl show from systemd and from the bed stand-in', () => {
     const s = parseSystemctlShow('cri-docker', 'LoadState=loaded\nActiveState=active\nMainPID=42\nExecStart={ path=/usr/bin/cri-dockerd ; argv[]=/usr/bin/cri-dockerd --network-plugin=kubenet ; ignore_errors=no ; }\n');
     expect(s).toEqual({ unit: 'cri-docker', loaded: true, active: true, mainPid: 42, execStart: '/usr/bin/cri-dockerd --network-plugin=kubenet' });

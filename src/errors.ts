@@ -14,6 +14,10 @@ export const ExitCode = {
   stepFailedRolledBack: 11,
   rollbackFailed: 12,
   leaksFound: 13,
+  afterPointOfNoReturn: 14,
+  couldNotAudit: 15,
+  leaseLost: 16,
+  timeout: 17,
 } as const;
 export type ExitCodeName = keyof typeof ExitCode;
 

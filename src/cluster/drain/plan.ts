@@ -1,0 +1,47 @@
+import type { Cluster } from '../api.js';
+import { listPodsOnNode, podKey } from '../pods.js';
+import type { List, Pod } from '../types.js';
+import { classifyPods, refusalMessage, type DrainOptions, type PodVerdict } from './filters.js';
+
+// The drain's plan, as kubectl's GetPodsForDeletion: read once, decided by the pure filters. Preflight and the drain
+// step both use it, so preflight refuses exactly what the drain would.
+export interface DrainPlanView {
+  verdicts: PodVerdict[];
+  evict: Pod[];
+  /** Already terminating: not evicted again, but waited for. */
+  waitFor: Pod[];
+  skipped: string[];
+  /** kubectl's refusal message, when pods cannot be drained with these flags. */
+  refused?: string;
+}
+
+export async function daemonSetKeys(cluster: Cluster): Promise<Set<string>> {
+  const list = await cluster.get<List<{ metadata: { name: string; namespace: string } }>>('/apis/apps/v1/daemonsets');
+  return new Set(list.items.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
+}
+
+export function drainPlanOf(verdicts: PodVerdict[]): DrainPlanView {
+  return {
+    verdicts,
+    evict: verdicts.filter((v) => v.verdict.action === 'evict').map((v) => v.pod),
+    waitFor: verdicts.filter((v) => v.verdict.action === 'wait').map((v) => v.pod),
+    skipped: verdicts.filter((v) => v.verdict.action === 'skip').map((v) => `${podKey(v.pod)} (${(v.verdict as { reason: string }).reason})`),
+    refused: refusalMessage(verdicts),
+  };
+}
+
+export async function planDrain(cluster: Cluster, node: string, options: DrainOptions): Promise<DrainPlanView> {
+  const [pods, daemonSets] = await Promise.all([listPodsOnNode(cluster, node), daemonSetKeys(cluster)]);
+  return drainPlanOf(classifyPods(pods, options, daemonSets));
+}
+
+/**
+ * Pods whose grace period outlasts the drain's timeout: the drain would time out on them by design. The grace that
+ * counts is --grace-period when given, else the pod's own terminationGracePeriodSeconds (30 by default).
+ */
+export function graceOutlastsTimeout(pods: Pod[], options: DrainOptions): string[] {
+  return pods.flatMap((p) => {
+    const grace = options.gracePeriodSeconds >= 0 ? options.gracePeriodSeconds : (p.spec.terminationGracePeriodSeconds ?? 30);
+    return grace >= options.timeoutSeconds ? [`${podKey(p)} (grace ${grace}s)`] : [];
+  });
+}

@@ -1,0 +1,60 @@
+import type { Cluster } from '../cluster/api.js';
+import { detectNetwork, type NetworkInfo } from '../node/cni/network-mode.js';
+import { detectFlavor } from '../node/runtime/flavor.js';
+import { readNodeState } from '../node/state/index.js';
+import type { NodeState } from '../node/state/types.js';
+import { FencedTransport } from '../node/transport/fenced.js';
+import type { Transport } from '../node/transport/types.js';
+import type { EventSink } from './events.js';
+import type { Journal } from './journal.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import type { RunOptions } from './options.js';
+import type { RunContext } from './step.js';
+
+export interface ContextInput {
+  options: RunOptions;
+  cluster: Cluster;
+  transport: Transport;
+  journal: Journal;
+  resuming: boolean;
+  keeper: LeaseKeeper;
+  emit: EventSink;
+  /** The step progress lines belong to. */
+  currentStep: () => string;
+}
+
+/**
+ * What steps see: the cluster and the node behind the Lease's fence (no write, no command while the Lease is not
+ * ours), the node's state read once and cached until a step asks afresh, and the journal.
+ */
+export function makeContext(input: ContextInput): RunContext {
+  const { options, journal, keeper, emit } = input;
+  let cached: NodeState | undefined;
+  let network: NetworkInfo | undefined;
+  const fence = () => keeper.fence();
+  const progress = (message: string) => emit({ type: 'progress', step: input.currentStep(), message });
+  const transport = new FencedTransport(input.transport, fence);
+  const ctx: RunContext = {
+    options,
+    runId: journal.runId,
+    cluster: input.cluster.withHooks({ beforeWrite: fence, onRetry: progress }),
+    transport,
+    journal,
+    resuming: input.resuming,
+    planned: {},
+    async nodeState(o = {}) {
+      if (!cached || o.fresh) cached = await readNodeState(transport, options.commandTimeoutSeconds * 1000);
+      return cached;
+    },
+    async network() {
+      if (!network) {
+        const state = await ctx.nodeState();
+        network = detectNetwork(state, journal.prior?.flavor ?? detectFlavor(state));
+      }
+      return network;
+    },
+    progress,
+    saveJournal: () => (options.dryRun ? Promise.resolve() : keeper.save(journal)),
+  };
+  return ctx;
+}

@@ -1,0 +1,33 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RunbookError } from '../errors.js';
+import { auditLiveNode } from '../leaks/index.js';
+import { summarize, type AuditReport } from '../leaks/types.js';
+import type { RunContext } from '../runbook/step.js';
+
+async function audit(ctx: RunContext): Promise<AuditReport> {
+  const { report } = await auditLiveNode({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node });
+  return report;
+}
+
+/**
+ * The leak audit once kubelet has settled (it may still be recreating DaemonSet sandboxes or collecting): a finding
+ * must persist to count. Throws leaksFound with the report, or couldNotAudit when a check could not look: a node
+ * that cannot be checked is never called clean.
+ */
+export async function settledAudit(ctx: RunContext): Promise<AuditReport> {
+  let report = await audit(ctx);
+  for (let i = 0; i < 10 && report.verdict !== 'clean'; i++) {
+    await sleep(3_000);
+    report = await audit(ctx);
+  }
+  if (report.verdict === 'leaks') {
+    throw new RunbookError('leaksFound', `${report.findings.length} leak(s) on ${ctx.options.node}: ${summarize(report, 5).top.join('; ')}`, { details: report });
+  }
+  if (report.verdict === 'unverifiable') {
+    throw new RunbookError('couldNotAudit', `could not audit ${ctx.options.node}: ${report.unverifiable.join('; ')}`, { details: report });
+  }
+  return report;
+}
+
+export const cleanSummary = (report: AuditReport) =>
+  `clean: ${report.counts.reservations} IP reservation(s), ${report.counts.cacheEntries} cache entr(ies), ${report.counts.sandboxes} sandbox(es), all live`;

@@ -1,0 +1,102 @@
+import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
+import { liveness } from '../leaks/liveness.js';
+import { canonicalIp } from '../node/cni/host-local.js';
+import type { NodeState } from '../node/state/types.js';
+import { run } from '../node/transport/index.js';
+import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { waitUntil } from '../wait.js';
+import { cleanSummary, settledAudit } from './audit.js';
+
+export interface ProvePlan extends StepPlan {
+  smokePod: string;
+}
+
+const flag = (cmdline: string, name: string) => new RegExp(`--${name}[= ](\\S+)`).exec(cmdline)?.[1];
+
+/** The image the node's runtime uses for sandboxes (so it is there without a pull): flag, runtime config, default. */
+async function sandboxImage(ctx: RunContext, state: NodeState): Promise<string> {
+  const criDockerd = state.services['cri-docker']?.execStart || state.processes['cri-dockerd'] || '';
+  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
+  const fromFlag = flag(criDockerd, 'pod-infra-container-image') ?? flag(kubelet, 'pod-infra-container-image');
+  if (fromFlag) return fromFlag;
+  const info = await run(ctx.transport, `crictl info 2>/dev/null | grep -o '"sandboxImage": *"[^"]*"' | head -n1 | cut -d'"' -f4 || true`).catch(() => '');
+  return info.trim() || 'registry.k8s.io/pause:3.10';
+}
+
+/** The reservation host-local made for this IP, and whether its owner is a live sandbox (not just a pod's claim). */
+function liveReservation(state: NodeState, ip: string): string | undefined {
+  const live = liveness(state, []);
+  const r = state.ipam.flatMap((d) => d.reservations).find((x) => canonicalIp(x.ip) === canonicalIp(ip));
+  if (!r) return undefined;
+  return live.sandboxIds.has(r.containerId) || live.attachedContainers.has(r.containerId) ? r.path : undefined;
+}
+
+/**
+ * Proves the node before it takes pods: a smoke pod pinned to it must get a sandbox and an IP that host-local has
+ * reserved for a live sandbox, then be torn down by the runtime; then the leak audit must come back clean. A failed
+ * proof before uncordon is rolled back; leaks hold the node cordoned (a downgrade would not free them).
+ */
+export const proveNode: Step<ProvePlan> = {
+  name: 'prove-node',
+  title: 'Prove the node before it takes pods',
+  undo: 'delete the smoke pod',
+  alwaysApply: true,
+  async plan(ctx) {
+    const name = smokePodName(ctx.runId);
+    return {
+      smokePod: `${ctx.options.leaseNamespace}/${name}`,
+      actions: [`start smoke pod ${ctx.options.leaseNamespace}/${name} on ${ctx.options.node}: a sandbox and an IP with a live reservation`, 'delete it', 'audit the node for leaks'],
+      summary: 'will prove the node with a smoke pod and the leak audit',
+    };
+  },
+  async apply(ctx) {
+    const { options } = ctx;
+    const namespace = options.leaseNamespace;
+    const name = smokePodName(ctx.runId);
+    const image = await sandboxImage(ctx, await ctx.nodeState({ fresh: true }));
+    // A smoke pod left by a killed attempt is replaced: this attempt proves the node now.
+    await removeSmokePod(ctx);
+    const pod = await createPod(ctx.cluster, smokePodManifest({ name, namespace, node: options.node, image, runId: ctx.runId }));
+    let proof = '';
+    try {
+      await waitUntil(
+        `smoke pod ${namespace}/${name} to get a sandbox and an IP`,
+        async () => {
+          const now = await getPod(ctx.cluster, namespace, name);
+          const ip = now?.status?.podIP;
+          if (!now || now.status?.phase === 'Failed') return `pod ${now?.status?.phase ?? 'gone'}`;
+          if (!ip || now.status?.phase !== 'Running') return `phase ${now.status?.phase ?? 'Pending'}, no IP yet`;
+          const reservation = liveReservation(await ctx.nodeState({ fresh: true }), ip);
+          if (!reservation) return `IP ${ip}, but no reservation of a live sandbox for it yet`;
+          proof = `IP ${ip}, reserved in ${reservation}`;
+          return true;
+        },
+        { timeoutMs: options.smokeTimeoutSeconds * 1000, intervalMs: 1_000, onChange: (seen) => ctx.progress(`smoke pod: ${seen}`) },
+      );
+    } catch (e) {
+      const events = await podEvents(ctx.cluster, pod).catch(() => []);
+      throw new Error(`${(e as Error).message}${events.length ? `; events: ${events.join(' | ')}` : ''}`);
+    }
+    ctx.progress(`smoke pod: ${proof}; deleting it`);
+    await removeSmokePod(ctx);
+    const report = await settledAudit(ctx);
+    return `smoke pod got ${proof}; audit ${cleanSummary(report)}`;
+  },
+  async verify() {},
+  async rollback(ctx) {
+    await removeSmokePod(ctx);
+    return 'smoke pod removed';
+  },
+};
+
+/** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */
+async function removeSmokePod(ctx: RunContext): Promise<void> {
+  const namespace = ctx.options.leaseNamespace;
+  const name = smokePodName(ctx.runId);
+  if (!(await getPod(ctx.cluster, namespace, name))) return;
+  await deletePod(ctx.cluster, namespace, name);
+  await waitUntil(`smoke pod ${namespace}/${name} to go`, async () => ((await getPod(ctx.cluster, namespace, name)) ? 'still terminating' : true), {
+    timeoutMs: 120_000,
+    intervalMs: 1_000,
+  });
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { brokenPackages, cleanVersions, installScript, parseAvailableVersions, parsePackageDb } from '../../../src/node/packages/index.js';
+import { parseNodeState } from '../../../src/node/state/parse.js';
+
+// dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' lines as dpkg prints them (note the trailing space
+// of the error column), after apt-mark hold and after dpkg was killed or failed at each stage.
+const dpkg = [
+  'containerd\t1.6.20~ds1-1+deb12u2\thi ',
+  'docker.io\t20.10.24+dfsg1-1+deb12u1+b6\tii ',
+  'runc\t1.1.5+ds1-1+deb12u1\tiU ',
+  'cri-dockerd\t0.4.3\tiF ',
+  'kubelet\t1.32.5\tiH ',
+  'docker-ce\t\tun ',
+  'containerd.io\t1.7.0\trc ',
+];
+
+describe('the package database', () => {
+  const db = parsePackageDb(dpkg, ['4242\t/usr/bin/python3 /usr/bin/unattended-upgrade '], true);
+  it('reads a held package as installed and held (apt-mark hold is what production nodes do)', () => {
+    expect(db.records.containerd).toEqual({ version: '1.6.20~ds1-1+deb12u2', held: true, status: 'installed' });
+    expect(cleanVersions(db)).toEqual({ containerd: '1.6.20~ds1-1+deb12u2', 'docker.io': '20.10.24+dfsg1-1+deb12u1+b6' });
+  });
+  it('never reads an unpacked, half-configured or half-installed package as installed at its version', () => {
+    expect(cleanVersions(db).runc).toBeUndefined();
+    expect(brokenPackages(db)).toEqual(['runc 1.1.5+ds1-1+deb12u1 (unpacked)', 'cri-dockerd 0.4.3 (half-configured)', 'kubelet 1.32.5 (half-installed)']);
+    expect(db.records['containerd.io']!.status).toBe('config-files');
+  });
+  it('names who holds the dpkg lock and whether dpkg was interrupted', () => {
+    expect(db.lockHolders).toEqual([{ pid: 4242, command: '/usr/bin/python3 /usr/bin/unattended-upgrade' }]);
+    expect(db.interrupted).toBe(true);
+  });
+  it('compares RPM versions as dnf list prints them: epoch only when there is one', () => {
+    const rpm = parsePackageDb(['containerd.io\t1:1.7.27-3.1.el9\tii ', 'runc\t1.1.12-1.el9\tii '], [], false);
+    const available = parseAvailableVersions('containerd.io\t1:1.7.27-3.1.el9\ncontainerd.io\t1:1.7.28-1.el9\nrunc\t1.1.12-1.el9\n');
+    expect(available.get('containerd.io')!.has(cleanVersions(rpm)['containerd.io']!)).toBe(true);
+    expect(available.get('runc')!.has(cleanVersions(rpm).runc!)).toBe(true);
+  });
+  it('reads the gather sections into the node state', () => {
+    const state = parseNodeState(`@@packages\n${dpkg.map((l) => `|${l}`).join('\n')}\n@@dpkg-locks\n|77\tapt-get install x\n@@dpkg-journal\n@@end\n`);
+    expect(state.packages.containerd).toBe('1.6.20~ds1-1+deb12u2');
+    expect(state.packages.runc).toBeUndefined();
+    expect(state.packageDb.lockHolders[0]!.pid).toBe(77);
+    expect(state.packageDb.interrupted).toBe(false);
+  });
+});
+
+describe('the install script', () => {
+  it('apt: changes held packages, holds them again whatever happens, waits for the lock, keeps config files, logs on the node', () => {
+    const s = installScript('apt', { containerd: '1.6.20~ds1-1+deb12u3' }, { hold: ['containerd', 'docker.io'], lockTimeoutSeconds: 90 });
+    expect(s).toContain('--allow-change-held-packages');
+    expect(s).toContain('-o DPkg::Lock::Timeout=90');
+    expect(s).toContain('--force-confold');
+    expect(s).toMatch(/apt-get install .*'containerd=1\.6\.20~ds1-1\+deb12u3' >>"\$log" 2>&1 \|\| rc=\$\?\napt-mark hold containerd docker\.io/);
+    expect(s).toContain('dpkg --force-confold --force-confdef --configure -a');
+    // Nothing of apt's output streams back: a lost session cannot kill it with SIGPIPE halfway through.
+    for (const line of s.split('\n').filter((l) => /apt-get|apt-mark|dpkg /.test(l))) expect(line).toContain('>>"$log" 2>&1');
+  });
+  it('dnf: exact NEVRA with its epoch, install then downgrade, never --allowerasing', () => {
+    const s = installScript('dnf', { 'containerd.io': '1:1.7.27-3.1.el9' }, { hold: [], lockTimeoutSeconds: 90 });
+    expect(s).toContain('dnf -y install containerd.io-1:1.7.27-3.1.el9 ');
+    expect(s).toMatch(/\] \|\| dnf -y downgrade containerd\.io-1:1\.7\.27-3\.1\.el9 /);
+    expect(s).not.toContain('allowerasing');
+  });
+});
