@@ -1,37 +1,41 @@
 import { auditLiveNode } from '../leaks/index.js';
 import { reclaimNode } from '../leaks/reclaim/index.js';
 import type { Transport } from '../node/transport/index.js';
-import { ExitCode } from '../runbook/errors.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration } from './duration.js';
 import { connectNode } from './node-access.js';
-import { renderAudit } from './render-audit.js';
+import { auditExitCode, renderAudit } from './render-audit.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 
 export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json] [options]
 
 Audits a node, on any day, for leaked network and sandbox resources: host-local IPs whose container is not a live
-sandbox (both file formats) and pod IPs with no allocation, with per-range usage; CNI cache entries with no live
-sandbox; dockershim/cri-dockerd checkpoints with no container and sandboxes with no checkpoint; not-ready sandboxes
-kept by Created/Exited containers (and a warning well before the ~1,400-sandbox CRI list limit); pods stuck
-Terminating and the containers that hold them; Calico IPAM (leaked IPs and handles, affinities of removed nodes, an
-IP of one node's block used on another); orphaned network namespaces; two CNI networks over one PodCIDR.
-The node's state comes back in one round trip.
+sandbox (both file formats) and pod IPs with no allocation, with usage per range of each network's own host-local
+config (IPv4 and IPv6; kubenet's from the PodCIDRs); CNI cache entries with no live sandbox; dockershim/cri-dockerd
+checkpoints with no container and sandboxes with no checkpoint; not-ready sandboxes kept by Created/Exited containers
+(and a warning well before the ~1,400-sandbox CRI list limit); pods stuck Terminating and the containers that hold
+them; Calico IPAM (leaked IPs of this node's blocks; an IP of one node's block used on another that the block does not
+record for that pod; a recorded borrow is no conflict); orphaned network namespaces; two CNI networks over one
+PodCIDR. Cluster-wide Calico findings (affinities of removed nodes, handles with no IP) are shown in their own section
+(JSON: clusterFindings) and never change the exit code. A check that cannot look (runtime or API did not answer) is
+reported as "could not verify", never as clean. The node's state comes back in one round trip.
 
   --reclaim                 release what is proven dead: seen in two observations --interval apart, older than
                             --grace, liveness being the union of runtime sandboxes, CNI cache, pod IPs from the API
                             and live netns. CNI DEL is replayed from the cache where it can be; a host-local file is
                             deleted only under the plugin's own flock after a re-check; all removed files are backed
-                            up under /var/lib/node-maint/backups; Calico objects change with resourceVersion
-                            preconditions. The plan is printed before anything is done.
+                            up under /var/lib/node-maint/backups; Calico objects (cluster-wide ones too) change with
+                            resourceVersion preconditions. The plan is printed before anything is done. Refuses to
+                            act at all when either audit could not verify everything.
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
   --output text|json        --kubeconfig PATH   --context NAME
   Node access: as upgrade-node (--ssh-host, --ssh-port, --ssh-user, --ssh-key, --known-hosts, --ssh-bastion,
   --transport ssh|docker-exec|local, --container, --docker-host).
 
-Exit codes: 0 clean (after --reclaim: nothing left); 13 findings (left); 2 usage; 3 node not found;
-5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
+Exit codes: 0 clean (after --reclaim: nothing left); 13 findings of this node (left); 15 could not verify (a check
+could not look, e.g. the runtime or the pod list did not answer; after --reclaim: nothing was done, or the audit after
+it could not verify); 2 usage; 3 node not found; 5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
@@ -47,7 +51,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       if (!flags.reclaim) {
         const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
         io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
-        return report.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
+        return auditExitCode(report.verdict);
       }
       const result = await reclaimNode({
         cluster: access.cluster,
@@ -55,15 +59,16 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         node,
         intervalSeconds: interval,
         graceSeconds: grace,
-        onPlan: (lines) => io.stderr(`reclaim plan for ${node} (${lines.length} action(s)):\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
+        onPlan: (lines) => io.stderr(`reclaim plan for ${node}:\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
       });
       if (json) {
         io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
       } else {
         const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...result.calico.map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
-        io.stdout(`Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n\nAfter:\n${renderAudit(result.after)}\n`);
+        const refused = result.plan.refused.length > 0 ? `Reclaim on ${node} refused, nothing was done: the audit could not verify everything:\n${result.plan.refused.map((r) => `  - ${r}`).join('\n')}\n` : '';
+        io.stdout(`${refused || `Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n`}\nAfter:\n${renderAudit(result.after)}\n`);
       }
-      return result.after.findings.length === 0 ? ExitCode.ok : ExitCode.leaksFound;
+      return result.plan.refused.length > 0 ? auditExitCode('unverifiable') : auditExitCode(result.after.verdict);
     });
   } finally {
     await transport?.close();

@@ -1,41 +1,58 @@
 import type { Pod } from '../cluster/types.js';
 import type { NodeState } from '../node/state/types.js';
+import type { CalicoFindings } from './calico/types.js';
 import { detectCacheLeaks } from './detect/cache.js';
 import { detectIpamLeaks } from './detect/ipam.js';
 import { detectNetnsLeaks } from './detect/netns.js';
 import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating } from './detect/sandboxes.js';
 import { liveness } from './liveness.js';
-import type { AuditReport, Finding } from './types.js';
+import { auditVerdict, type AuditReport } from './types.js';
 
 export interface AuditInput {
   node: string;
   state: NodeState;
-  /** Pods bound to the node, from the API. */
-  pods: Pod[];
+  /** Pods bound to the node, from the API; undefined when the list could not be read. */
+  pods: Pod[] | undefined;
+  /** Why the pod list could not be read. */
+  podListError?: string;
+  /** The node's PodCIDR; podCidrs holds both of a dual-stack node (either will do, both are merged). */
   podCidr?: string;
-  /** Findings from the cluster side (Calico IPAM), which need no node state. */
-  clusterFindings?: Finding[];
+  podCidrs?: string[];
+  /** Calico IPAM findings (they need no node state), this node's apart from the cluster's. */
+  calico?: CalicoFindings;
+  /** What the caller could not read, with why (e.g. Calico's IPAM). */
+  unverifiable?: string[];
   nowMs?: number;
 }
 
 /** The leak audit: pure, over one node state and one cluster view. The runbook's verify step is this. */
 export function auditNode(input: AuditInput): AuditReport {
   const { state, pods } = input;
+  const podCidrs = [...new Set([...(input.podCidrs ?? []), ...(input.podCidr ? [input.podCidr] : [])])];
   const live = liveness(state, pods);
-  const ipam = detectIpamLeaks(state, live, input.podCidr);
+  const ipam = detectIpamLeaks(state, live, podCidrs);
   const findings = [
     ...ipam.findings,
     ...detectCacheLeaks(state, live),
     ...detectCheckpointLeaks(state),
     ...detectSandboxAccumulation(state),
-    ...detectStuckTerminating(state, pods, input.nowMs ?? state.now * 1000),
+    ...detectStuckTerminating(state, pods ?? [], input.nowMs ?? state.now * 1000),
     ...detectNetnsLeaks(state),
-    ...(input.clusterFindings ?? []),
+    ...(input.calico?.node ?? []),
+  ];
+  const unverifiable = [
+    ...(state.runtimeReachable ? [] : ['the container runtime did not answer: sandboxes and containers unknown, so no reservation, cache entry, checkpoint, sandbox or network namespace was judged']),
+    ...(pods ? [] : [`the pod list could not be read${input.podListError ? ` (${input.podListError})` : ''}: no pod IP, terminating pod or reservation claimed by a pod was judged`]),
+    ...ipam.unverifiable,
+    ...(input.unverifiable ?? []),
   ];
   return {
     node: input.node,
     takenAt: state.now,
+    verdict: auditVerdict(findings, unverifiable),
+    unverifiable,
     findings,
+    clusterFindings: input.calico?.cluster ?? [],
     ranges: ipam.ranges,
     counts: {
       reservations: state.ipam.reduce((n, d) => n + d.reservations.length, 0),
@@ -43,7 +60,7 @@ export function auditNode(input: AuditInput): AuditReport {
       checkpoints: state.checkpoints.length,
       sandboxes: state.sandboxes.length,
       notReadySandboxes: state.sandboxes.filter((s) => !s.ready).length,
-      pods: pods.length,
+      pods: pods?.length ?? 0,
     },
   };
 }

@@ -1,11 +1,13 @@
 import type { Cluster } from '../cluster/api.js';
 import { getNode, podCidr } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
+import type { Pod } from '../cluster/types.js';
 import { readNodeState } from '../node/state/index.js';
 import type { NodeState } from '../node/state/types.js';
 import type { Transport } from '../node/transport/types.js';
 import { auditNode } from './audit.js';
 import { calicoFindings } from './calico/index.js';
+import type { CalicoFindings } from './calico/types.js';
 import type { AuditReport } from './types.js';
 
 export interface LiveAuditInput {
@@ -16,16 +18,38 @@ export interface LiveAuditInput {
   state?: NodeState;
 }
 
-/** Reads the node (one round trip) and the cluster, then runs the pure audit. */
+type Read<T> = { value: T; error?: undefined } | { value?: undefined; error: string };
+const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/**
+ * Reads the node (one round trip) and the cluster, then runs the pure audit. The node and its state must be read;
+ * a pod list or Calico read that fails makes the audit unverifiable (reported, never taken for "nothing there").
+ */
 export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string }> {
   const [state, node, pods, calico] = await Promise.all([
     input.state ?? readNodeState(input.transport),
     getNode(input.cluster, input.node),
-    listPodsOnNode(input.cluster, input.node),
-    calicoFindings(input.cluster, input.node),
+    listPodsOnNode(input.cluster, input.node).then(
+      (items): Read<Pod[]> => ({ value: items }),
+      (e: unknown): Read<Pod[]> => ({ error: messageOf(e) }),
+    ),
+    calicoFindings(input.cluster, input.node).then(
+      (found): Read<CalicoFindings> => ({ value: found }),
+      (e: unknown): Read<CalicoFindings> => ({ error: messageOf(e) }),
+    ),
   ]);
   const cidr = podCidr(node);
-  return { report: auditNode({ node: input.node, state, pods, podCidr: cidr, clusterFindings: calico }), state, podCidr: cidr };
+  const report = auditNode({
+    node: input.node,
+    state,
+    pods: pods.value,
+    podListError: pods.error,
+    podCidr: cidr,
+    podCidrs: node.spec.podCIDRs ?? [],
+    calico: calico.value,
+    unverifiable: calico.error === undefined ? [] : [`Calico's IPAM could not be read (${calico.error}): its leaks and conflicts were not checked`],
+  });
+  return { report, state, podCidr: cidr };
 }
 
 export { auditNode } from './audit.js';

@@ -1,5 +1,6 @@
 import { isTerminal, podIps, podKey } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
+import { canonicalIp } from '../node/cni/host-local.js';
 import type { NodeState } from '../node/state/types.js';
 
 // Who is alive on a node, as the union the reclaim rules demand: the runtime's sandboxes (in-flight ones included),
@@ -8,7 +9,7 @@ export interface Liveness {
   sandboxIds: Set<string>;
   /** Network namespace names and paths that exist. */
   netns: Set<string>;
-  /** IPs that pods bound to this node (and not finished) claim, to the pod. */
+  /** IPs (canonical form) that pods bound to this node (and not finished) claim, to the pod. */
   podIps: Map<string, string>;
   /** Pods being deleted: their network may already be released while their status still shows the IP. */
   terminatingPods: Set<string>;
@@ -16,9 +17,12 @@ export interface Liveness {
   attachedContainers: Set<string>;
   /** Whether the runtime answered; if not, nothing may be judged dead by its absence from the runtime. */
   runtimeKnown: boolean;
+  /** Whether the pod list was read; if not, no IP may be judged dead by its absence from the pods. */
+  podsKnown: boolean;
 }
 
-export function liveness(state: NodeState, pods: Pod[]): Liveness {
+/** `pods` undefined: the pod list could not be read. */
+export function liveness(state: NodeState, pods: Pod[] | undefined): Liveness {
   const netns = new Set<string>();
   for (const name of state.netns) {
     netns.add(name);
@@ -28,21 +32,30 @@ export function liveness(state: NodeState, pods: Pod[]): Liveness {
   for (const s of state.sandboxes) if (s.pid > 0) netns.add(`/proc/${s.pid}/ns/net`);
   const podIpMap = new Map<string, string>();
   const terminating = new Set<string>();
-  for (const pod of pods) {
+  for (const pod of pods ?? []) {
     if (isTerminal(pod)) continue;
     if (pod.metadata.deletionTimestamp) terminating.add(podKey(pod));
-    for (const ip of podIps(pod)) podIpMap.set(ip, podKey(pod));
+    for (const ip of podIps(pod)) podIpMap.set(canonicalIp(ip), podKey(pod));
   }
   const attached = new Set<string>();
   for (const entry of state.cniCache) {
     if (entry.netns && netns.has(entry.netns)) attached.add(entry.containerId);
   }
-  return { sandboxIds: new Set(state.sandboxes.map((s) => s.id)), netns, podIps: podIpMap, terminatingPods: terminating, attachedContainers: attached, runtimeKnown: state.runtimeReachable };
+  return {
+    sandboxIds: new Set(state.sandboxes.map((s) => s.id)),
+    netns,
+    podIps: podIpMap,
+    terminatingPods: terminating,
+    attachedContainers: attached,
+    runtimeKnown: state.runtimeReachable,
+    podsKnown: pods !== undefined,
+  };
 }
 
 /** An owner is alive if the runtime knows it, its network is attached, or a pod claims the IP. */
 export function ownerAlive(live: Liveness, containerId: string, ip?: string): boolean {
   if (live.sandboxIds.has(containerId) || live.attachedContainers.has(containerId)) return true;
-  if (ip !== undefined && live.podIps.has(ip)) return true;
-  return !live.runtimeKnown;
+  if (ip !== undefined && live.podIps.has(canonicalIp(ip))) return true;
+  // Absence proves death only when every source answered: the blind one may be the one that knows the owner.
+  return !live.runtimeKnown || (ip !== undefined && !live.podsKnown);
 }

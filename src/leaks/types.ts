@@ -31,27 +31,65 @@ export interface Finding {
   evidence: Evidence;
 }
 
-/** Per host-local range: a /25 has 125 usable pod addresses. */
-export interface RangeUsage {
+/** Per host-local range of a network, from the network's own IPAM config: a kubenet /25 has 125 usable addresses. */
+export interface MeasuredRange {
   network: string;
+  /** The range's subnet. */
   cidr: string;
+  /** The first and last address host-local hands out in it. */
+  first: string;
+  last: string;
+  /** Where the range comes from: the config file, or "PodCIDR" (kubenet's config is generated, never on disk). */
+  source: string;
   usable: number;
+  /** Reservation files whose address lies in the range. */
   allocated: number;
   inUse: number;
   leaked: number;
 }
 
+/** Reservations of a network whose range is unknown (no config found), or that lie outside every configured range. */
+export interface UnmeasuredRange {
+  network: string;
+  cidr: null;
+  reason: string;
+  allocated: number;
+  inUse: number;
+  leaked: number;
+}
+
+export type RangeUsage = MeasuredRange | UnmeasuredRange;
+
+/** clean: every check ran and found nothing; leaks: a finding of this node is proven; unverifiable: nothing is
+ * proven, but some check could not look (a blind check is never "clean"). */
+export type AuditVerdict = 'clean' | 'leaks' | 'unverifiable';
+
 export interface AuditReport {
   node: string;
   /** The node's clock when its state was read, seconds since the epoch. */
   takenAt: number;
+  verdict: AuditVerdict;
+  /** Why some check could not look, whatever the verdict; reclaim refuses to act while this is not empty. */
+  unverifiable: string[];
+  /** This node's findings: only these count against it. */
   findings: Finding[];
+  /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP): reported, never counted. */
+  clusterFindings: Finding[];
   ranges: RangeUsage[];
   counts: { reservations: number; cacheEntries: number; checkpoints: number; sandboxes: number; notReadySandboxes: number; pods: number };
 }
 
+export function auditVerdict(findings: Finding[], unverifiable: string[]): AuditVerdict {
+  if (findings.length > 0) return 'leaks';
+  return unverifiable.length > 0 ? 'unverifiable' : 'clean';
+}
+
 export interface AuditSummary {
+  verdict: AuditVerdict;
+  /** This node's findings. */
   findings: number;
+  clusterFindings: number;
+  unverifiable: string[];
   reservations: number;
   cacheEntries: number;
   checkpoints: number;
@@ -62,7 +100,10 @@ export interface AuditSummary {
 
 export function summarize(report: AuditReport, limit = 10): AuditSummary {
   return {
+    verdict: report.verdict,
     findings: report.findings.length,
+    clusterFindings: report.clusterFindings.length,
+    unverifiable: report.unverifiable,
     reservations: report.counts.reservations,
     cacheEntries: report.counts.cacheEntries,
     checkpoints: report.counts.checkpoints,

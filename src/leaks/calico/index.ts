@@ -1,9 +1,9 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
 import { isTerminal, podIps, podKey } from '../../cluster/pods.js';
 import type { List, Node, Pod } from '../../cluster/types.js';
-import type { Finding } from '../types.js';
+import { canonicalIp } from '../../node/cni/host-local.js';
 import { detectCalicoLeaks } from './detect.js';
-import type { BlockAffinity, CalicoView, IpamBlock, IpamHandle } from './types.js';
+import type { BlockAffinity, CalicoFindings, CalicoView, IpamBlock, IpamHandle } from './types.js';
 
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
@@ -20,7 +20,7 @@ export async function readCalicoView(cluster: Cluster): Promise<CalicoView | und
     const podIpMap = new Map<string, { pod: string; node: string }>();
     for (const p of pods.items) {
       if (isTerminal(p) || p.spec.hostNetwork || !p.spec.nodeName) continue;
-      for (const ip of podIps(p)) podIpMap.set(ip, { pod: podKey(p), node: p.spec.nodeName });
+      for (const ip of podIps(p)) podIpMap.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName });
     }
     return {
       affinities: affinities.items,
@@ -35,10 +35,10 @@ export async function readCalicoView(cluster: Cluster): Promise<CalicoView | und
   }
 }
 
-/** Calico IPAM findings for a node, or none when the cluster has no Calico CRDs. */
-export async function calicoFindings(cluster: Cluster, node: string): Promise<Finding[]> {
+/** Calico IPAM findings for a node and for the cluster, or none when the cluster has no Calico CRDs. */
+export async function calicoFindings(cluster: Cluster, node: string): Promise<CalicoFindings> {
   const view = await readCalicoView(cluster);
-  return view ? detectCalicoLeaks(view, node) : [];
+  return view ? detectCalicoLeaks(view, node) : { node: [], cluster: [] };
 }
 
 export { detectCalicoLeaks };

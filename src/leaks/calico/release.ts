@@ -1,7 +1,7 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
+import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding } from '../types.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
-import { blockAddress } from './types.js';
 
 // Releases Calico IPAM leaks through the CRDs, each write conditional on the resourceVersion it was decided on:
 // a concurrent allocation makes the write fail (409) instead of being overwritten.
@@ -47,7 +47,7 @@ async function releaseIp(cluster: Cluster, f: Finding): Promise<CalicoOutcome> {
     spec: { ...block.spec, allocations, unallocated: [...block.spec.unallocated, ordinal], sequenceNumberForAllocation: seq, sequenceNumber: (block.spec.sequenceNumber ?? 0) + 1 },
   });
   if (handleId) await decrementHandle(cluster, handleId, block.spec.cidr);
-  return { finding: f, verdict: 'freed', detail: `released ${blockAddress(block.spec.cidr, ordinal)} in ${block.spec.cidr}` };
+  return { finding: f, verdict: 'freed', detail: `released ${addressAt(block.spec.cidr, ordinal) ?? `ordinal ${ordinal}`} in ${block.spec.cidr}` };
 }
 
 async function decrementHandle(cluster: Cluster, handleId: string, cidr: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { ObjectMeta } from '../../cluster/types.js';
+import type { Finding } from '../types.js';
 
 // Calico IPAM in the Kubernetes datastore (crd.projectcalico.org/v1), as far as the audit reads it.
 export interface BlockAffinity {
@@ -40,10 +41,10 @@ export interface CalicoView {
   podIps: Map<string, { pod: string; node: string }>;
 }
 
-/** The i-th address of an IPv4 block. */
-export function blockAddress(cidr: string, ordinal: number): string {
-  const base = cidr.split('/')[0]!.split('.').reduce((acc, p) => acc * 256 + Number(p), 0) + ordinal;
-  return [24, 16, 8, 0].map((shift) => Math.floor(base / 2 ** shift) % 256).join('.');
-}
-
 export const affineNode = (block: IpamBlock) => (block.spec.affinity?.startsWith('host:') ? block.spec.affinity.slice(5) : undefined);
+
+/** What Calico's IPAM says about the cluster: findings of this node, and findings no one node owns. */
+export interface CalicoFindings {
+  node: Finding[];
+  cluster: Finding[];
+}

@@ -1,20 +1,21 @@
-import { cidrContains, usablePodAddresses } from '../../node/cni/host-local.js';
+import { canonicalIp, cidrContains } from '../../node/cni/host-local.js';
 import type { NodeState } from '../../node/state/types.js';
 import { ownerAlive, type Liveness } from '../liveness.js';
+import { networkRanges } from '../ranges/config.js';
+import { rangeUsage } from '../ranges/usage.js';
 import type { Finding, RangeUsage } from '../types.js';
 
 // Leak class 1: host-local reservations whose container is not alive, and pod IPs with no reservation behind them.
-export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: string | undefined): { findings: Finding[]; ranges: RangeUsage[] } {
+export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: string[]): { findings: Finding[]; ranges: RangeUsage[]; unverifiable: string[] } {
   const findings: Finding[] = [];
-  const ranges: RangeUsage[] = [];
-  const inPodCidr = podCidr ? cidrContains(podCidr) : () => true;
+  const unverifiable: string[] = [];
   const reserved = new Set<string>();
+  const leakedPaths = new Set<string>();
   for (const dir of state.ipam) {
-    let leaked = 0;
     for (const r of dir.reservations) {
-      reserved.add(r.ip);
+      reserved.add(canonicalIp(r.ip));
       if (ownerAlive(live, r.containerId, r.ip)) continue;
-      leaked++;
+      leakedPaths.add(r.path);
       findings.push({
         class: 'ip-reservation-leaked',
         severity: 'leak',
@@ -22,15 +23,17 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
         evidence: { file: r.path, containerId: r.containerId, ip: r.ip, network: dir.network, format: r.ifName === null ? 'id-only' : 'id+ifname' },
       });
     }
-    const cidr = podCidr ?? '';
-    const inRange = dir.reservations.filter((r) => inPodCidr(r.ip)).length;
-    ranges.push({ network: dir.network, cidr, usable: cidr ? usablePodAddresses(cidr) : 0, allocated: inRange, inUse: inRange - leaked, leaked });
   }
-  // The reverse: a pod bound here claims an IP that no allocator on this node reserved. A terminating pod's status
-  // keeps its IP after the teardown released it (until the pod object is gone): that is not a second allocator.
-  if (state.ipam.length > 0) {
+  const ranges = state.ipam.flatMap((dir) => rangeUsage(dir, networkRanges(state, dir.network, podCidrs), leakedPaths));
+
+  // The reverse: a pod bound here claims an IP of this node's ranges that no allocator on this node reserved. A
+  // terminating pod's status keeps its IP after the teardown released it (until the pod object is gone): not a leak.
+  const inNodeRange = [...podCidrs, ...ranges.flatMap((r) => (r.cidr === null ? [] : [r.cidr]))].map(cidrContains);
+  if (state.ipam.length > 0 && inNodeRange.length === 0) {
+    unverifiable.push("pod IPs without a reservation were not checked: the node's pod ranges are unknown (no PodCIDR, no host-local range found)");
+  } else if (state.ipam.length > 0) {
     for (const [ip, pod] of live.podIps) {
-      if (reserved.has(ip) || !inPodCidr(ip) || live.terminatingPods.has(pod)) continue;
+      if (reserved.has(ip) || !inNodeRange.some((inRange) => inRange(ip)) || live.terminatingPods.has(pod)) continue;
       findings.push({
         class: 'pod-ip-unallocated',
         severity: 'leak',
@@ -39,8 +42,10 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
       });
     }
   }
-  // Leak class 7 (part): two allocator directories over the node's range hand out the same addresses.
-  if (podCidr) {
+
+  // Leak class 7 (part): two allocator directories over the node's PodCIDR hand out the same addresses.
+  for (const podCidr of podCidrs) {
+    const inPodCidr = cidrContains(podCidr);
     const overlapping = state.ipam.filter((d) => d.reservations.some((r) => inPodCidr(r.ip)));
     if (overlapping.length > 1) {
       findings.push({
@@ -51,5 +56,5 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidr: strin
       });
     }
   }
-  return { findings, ranges };
+  return { findings, ranges, unverifiable };
 }

@@ -87,7 +87,7 @@ export function detectStuckTerminating(state: NodeState, pods: Pod[], nowMs: num
     findings.push({
       class: 'stuck-terminating',
       severity: 'leak',
-      message: `pod ${podKey(pod)} has been Terminating ${Math.round(overdueMs / 1000)}s past its grace period; ${leftovers.length} container(s) and ${sandboxes.length} sandbox(es) left: ${leftovers.map((c) => `${c.name}:${c.state}:${c.id.slice(0, 12)}`).join(', ') || 'none in the runtime'}`,
+      message: `pod ${podKey(pod)} has been Terminating ${Math.round(overdueMs / 1000)}s past its grace period; ${state.runtimeReachable ? `${leftovers.length} container(s) and ${sandboxes.length} sandbox(es) left: ${leftovers.map((c) => `${c.name}:${c.state}:${c.id.slice(0, 12)}`).join(', ') || 'none in the runtime'}` : 'its containers are unknown (the runtime did not answer)'}`,
       evidence: { pod: podKey(pod), containers: leftovers.map((c) => ({ id: c.id, name: c.name, state: c.state })), sandboxes: sandboxes.map((s) => s.id) },
     });
   }

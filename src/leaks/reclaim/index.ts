@@ -31,13 +31,21 @@ export interface ReclaimResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Audit twice, release what both observations call dead (printing the plan first), audit again. */
+/** Audit twice, release what both observations call dead (printing the plan first), audit again; nothing when either audit was blind. */
 export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {
   const { cluster, transport, node } = options;
   const first = await auditLiveNode({ cluster, transport, node });
   await sleep(options.intervalSeconds * 1000);
   const second = await auditLiveNode({ cluster, transport, node });
-  const plan = planReclaim({ first: first.report.findings, second: second.report.findings, state: second.state, podCidr: second.podCidr, graceSeconds: options.graceSeconds });
+  const everything = (r: AuditReport) => [...r.findings, ...r.clusterFindings];
+  const plan = planReclaim({
+    first: everything(first.report),
+    second: everything(second.report),
+    unverifiable: [...first.report.unverifiable, ...second.report.unverifiable],
+    state: second.state,
+    podCidr: second.podCidr,
+    graceSeconds: options.graceSeconds,
+  });
   options.onPlan?.(planLines(plan));
   const flavor = detectFlavor(second.state);
   const backupDir = `/var/lib/node-maint/backups/reclaim-${new Date().toISOString().replace(/[:.]/g, '-')}`;

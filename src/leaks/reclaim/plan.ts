@@ -4,7 +4,8 @@ import type { Finding } from '../types.js';
 
 // What reclaim may release: only findings seen in two observations some seconds apart, older than the grace period
 // (an ADD may still be running), never an IP whose container the runtime knows. DEL replays first (the plugin
-// cleans up after itself and locks on its own); files are deleted only where no replay is possible.
+// cleans up after itself and locks on its own); files are deleted only where no replay is possible. Nothing at all
+// when either audit was blind somewhere: liveness is a superset only when every source answered.
 export interface ReclaimPlan {
   replays: DelReplay[];
   /** Reservations to delete under host-local's lock, if the file still names this container then. */
@@ -16,21 +17,31 @@ export interface ReclaimPlan {
   calico: Finding[];
   /** Findings left alone, with why. */
   skipped: Array<{ finding: Finding; reason: string }>;
+  /** Why reclaim refuses to act at all: what the audits could not verify. Empty when it may act. */
+  refused: string[];
 }
 
 export const findingKey = (f: Finding) =>
   `${f.class}|${f.evidence.file ?? ''}|${f.evidence.containerId ?? ''}|${f.evidence.ip ?? ''}|${f.evidence.pod ?? ''}|${String(f.evidence.affinity ?? f.evidence.handle ?? '')}`;
 
 export function planReclaim(input: {
+  /** Both observations' findings, the node's and the cluster-wide ones. */
   first: Finding[];
   second: Finding[];
+  /** What either observation could not verify. */
+  unverifiable: string[];
   state: NodeState;
   podCidr?: string;
   graceSeconds: number;
 }): ReclaimPlan {
   const { state } = input;
   const seenBefore = new Set(input.first.map(findingKey));
-  const plan: ReclaimPlan = { replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], skipped: [] };
+  const refused = [...new Set(input.unverifiable)];
+  const plan: ReclaimPlan = { replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], skipped: [], refused };
+  if (refused.length > 0) {
+    plan.skipped = input.second.map((finding) => ({ finding, reason: `not reclaimed: the audit could not verify everything (${refused.join('; ')})` }));
+    return plan;
+  }
   const young = (mtime: number) => state.now - mtime < input.graceSeconds;
   const replayed = new Set<string>();
   const fallback = { podCidr: input.podCidr, configsByNetwork: new Map<string, string>() };
@@ -90,6 +101,7 @@ export function planReclaim(input: {
 }
 
 export function planLines(plan: ReclaimPlan): string[] {
+  if (plan.refused.length > 0) return plan.refused.map((reason) => `refused, nothing will be done: ${reason}`);
   return [
     ...plan.replays.map((r) => `replay CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (frees ${r.ips.join(', ')})` : ''}`),
     ...plan.reservations.map((r) => `free ${r.ip}: delete ${r.path} under ${r.dir}/lock, if it still names ${r.containerId.slice(0, 12)} and no such container exists`),

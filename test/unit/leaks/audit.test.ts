@@ -8,8 +8,8 @@ const audit = (state: ReturnType<typeof emptyState>, pods = [] as ReturnType<typ
 describe('leak audit', () => {
   it('a clean node has zero findings', () => {
     const report = audit(kubenetNode(5, 0));
-    expect(report.findings).toEqual([]);
-    expect(report.ranges).toEqual([{ network: 'kubenet', cidr: '10.253.6.128/25', usable: 125, allocated: 5, inUse: 5, leaked: 0 }]);
+    expect(report).toMatchObject({ verdict: 'clean', unverifiable: [], findings: [], clusterFindings: [] });
+    expect(report.ranges).toEqual([{ network: 'kubenet', cidr: '10.253.6.128/25', first: '10.253.6.129', last: '10.253.6.254', source: 'PodCIDR', usable: 125, allocated: 5, inUse: 5, leaked: 0 }]);
   });
 
   it('the field report: 125 reserved, 118 in use, 7 leaked, with the file and container of each', () => {
@@ -25,9 +25,12 @@ describe('leak audit', () => {
     expect(audit(state, [podOn('p', '10.253.6.131')]).findings).toEqual([]);
   });
 
-  it('judges nothing dead when the runtime did not answer', () => {
+  it('judges nothing dead when the runtime did not answer, and says it could not verify instead of clean', () => {
     const state = { ...kubenetNode(0, 3), runtimeReachable: false };
-    expect(audit(state).findings).toEqual([]);
+    const report = audit(state);
+    expect(report.findings).toEqual([]);
+    expect(report.verdict).toBe('unverifiable');
+    expect(report.unverifiable).toEqual([expect.stringMatching(/runtime did not answer/)]);
   });
 
   it('finds cache entries and checkpoints without sandboxes, and sandboxes without checkpoints', () => {

@@ -13,6 +13,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     tools: new Set(['docker']),
     packageManager: 'apt',
     packages: {},
+    packageDb: { records: {}, interrupted: false, lockHolders: [] },
     services: { 'cri-docker': { unit: 'cri-docker', loaded: true, active: true, mainPid: 1, execStart: '' } },
     processes: {},
     diskFreeBytes: {},

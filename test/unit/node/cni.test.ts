@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cacheConfig, parseCacheEntry } from '../../../src/node/cni/cache.js';
-import { ipv4InCidr, parseReservation, usablePodAddresses } from '../../../src/node/cni/host-local.js';
+import { ipInCidr, parseReservation, usablePodAddresses } from '../../../src/node/cni/host-local.js';
 import { delCalls, parseReplayOutput, planReplay, replayScript } from '../../../src/node/cni/replay.js';
 
 const ID = 'a'.repeat(64);
@@ -14,8 +14,8 @@ describe('host-local files', () => {
   });
   it('counts 125 usable pod addresses in a /25, as the field report', () => {
     expect(usablePodAddresses('10.253.6.128/25')).toBe(125);
-    expect(ipv4InCidr('10.253.6.200', '10.253.6.128/25')).toBe(true);
-    expect(ipv4InCidr('10.253.6.100', '10.253.6.128/25')).toBe(false);
+    expect(ipInCidr('10.253.6.200', '10.253.6.128/25')).toBe(true);
+    expect(ipInCidr('10.253.6.100', '10.253.6.128/25')).toBe(false);
   });
 });
 

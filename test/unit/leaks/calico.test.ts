@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { auditNode } from '../../../src/leaks/audit.js';
+import { detectCalicoLeaks } from '../../../src/leaks/calico/detect.js';
+import type { AllocationAttribute, BlockAffinity, CalicoView, IpamBlock, IpamHandle } from '../../../src/leaks/calico/types.js';
+import { emptyState } from './state-builder.js';
+
+// Calico IPAM as its CNI plugin writes it: a block's allocations[ordinal] indexes attributes, whose secondary names
+// the pod, its namespace and its node (libcalico-go AllocationBlock, attributes of k8s-pod-network handles).
+type Allocation = { ordinal: number; pod?: string; node?: string };
+
+function block(cidr: string, owner: string | undefined, size: number, allocations: Allocation[]): IpamBlock {
+  const slots: Array<number | null> = Array(size).fill(null);
+  const attributes = allocations.map((a, i): AllocationAttribute => {
+    slots[a.ordinal] = i;
+    return { handle_id: `k8s-pod-network.${i}`, secondary: a.pod ? { namespace: 'demo', pod: a.pod, node: a.node ?? owner ?? '' } : { node: owner ?? '', type: 'vxlanTunnelAddress' } };
+  });
+  return {
+    metadata: { name: cidr.replace(/[.:/]/g, '-'), resourceVersion: '1' },
+    spec: { cidr, affinity: owner ? `host:${owner}` : null, allocations: slots, unallocated: slots.flatMap((s, i) => (s === null ? [i] : [])), attributes },
+  };
+}
+
+const affinity = (node: string, cidr: string): BlockAffinity => ({ metadata: { name: `${node}-${cidr.replace(/[.:/]/g, '-')}`, resourceVersion: '1' }, spec: { node, cidr, state: 'confirmed' } });
+const handle = (id: string, blocks: Record<string, number>): IpamHandle => ({ metadata: { name: id, uid: `uid-${id}`, resourceVersion: '1' }, spec: { handleID: id, block: blocks } });
+
+function view(blocks: IpamBlock[], pods: Array<[ip: string, pod: string, node: string]>, extra: Partial<CalicoView> = {}): CalicoView {
+  return { affinities: [], blocks, handles: [], nodes: new Set(['a', 'b']), podIps: new Map(pods.map(([ip, pod, node]) => [ip, { pod: `demo/${pod}`, node }])), ...extra };
+}
+
+const classes = (v: CalicoView, node: string) => detectCalicoLeaks(v, node).node.map((f) => `${f.class} ${f.evidence.ip}`).sort();
+
+describe('Calico IPAM', () => {
+  it.each([
+    ['IPv4', '10.244.1.0/26', 64, ['10.244.1.0', '10.244.1.1', '10.244.1.63']],
+    ['IPv6', 'fd00:10:244:1::/122', 64, ['fd00:10:244:1::', 'fd00:10:244:1::1', 'fd00:10:244:1::3f']],
+  ])('an %s block whose allocations live pods hold has no finding', (_, cidr, size, ips) => {
+    const v = view([block(cidr, 'a', size, [{ ordinal: 0 }, { ordinal: 1, pod: 'p1' }, { ordinal: 63, pod: 'p63' }])], [[ips[1]!, 'p1', 'a'], [ips[2]!, 'p63', 'a']]);
+    expect(classes(v, 'a')).toEqual([]);
+  });
+
+  it('finds an IPv6 allocation whose pod is gone, at the right address', () => {
+    const v = view([block('fd00:10:244:1::/122', 'a', 64, [{ ordinal: 10, pod: 'gone' }])], []);
+    expect(classes(v, 'a')).toEqual(['calico-ip-leaked fd00:10:244:1::a']);
+  });
+
+  it.each([
+    // [pod demo/p on b uses 10.244.1.5 of a's block, which records ..., conflict?, the allocation of ordinal 5]
+    ['it for that pod and node (a borrow)', false, { ordinal: 5, pod: 'p', node: 'b' }],
+    ['it for that pod, no node named (a borrow)', false, { ordinal: 5, pod: 'p', node: '' }],
+    ['it as free', true, undefined],
+    ['it for another pod', true, { ordinal: 5, pod: 'other', node: 'b' }],
+    ['it for that pod on another node', true, { ordinal: 5, pod: 'p', node: 'c' }],
+  ])('a pod on b uses an address of a\'s block, which records %s: conflict %s', (_, conflict, allocation) => {
+    const v = view([block('10.244.1.0/26', 'a', 64, allocation ? [allocation] : [])], [['10.244.1.5', 'p', 'b']]);
+    const onB = detectCalicoLeaks(v, 'b').node.filter((f) => f.class === 'calico-ip-conflict');
+    const onA = detectCalicoLeaks(v, 'a').node.filter((f) => f.class === 'calico-ip-conflict');
+    expect(onB.length).toBe(conflict ? 1 : 0);
+    expect(onA.length).toBe(conflict ? 1 : 0);
+    if (conflict) expect(onB[0]!.evidence).toMatchObject({ ip: '10.244.1.5', pod: 'demo/p', podNode: 'b', blockNode: 'a' });
+  });
+
+  it('keeps a conflict between two other nodes out of a third node\'s audit', () => {
+    const v = view([block('10.244.1.0/26', 'a', 64, [])], [['10.244.1.5', 'p', 'b']], { nodes: new Set(['a', 'b', 'c']) });
+    expect(classes(v, 'c')).toEqual([]);
+  });
+
+  it('reports removed nodes\' affinities and empty handles as cluster-wide, never as the node\'s', () => {
+    const gone = block('10.250.0.0/26', 'gone-node', 64, []);
+    const v = view([gone, block('10.244.1.0/26', 'a', 64, [{ ordinal: 1, pod: 'p1' }])], [['10.244.1.1', 'p1', 'a']], {
+      affinities: [affinity('gone-node', '10.250.0.0/26'), affinity('a', '10.244.1.0/26')],
+      handles: [handle('k8s-pod-network.0', { '10.244.1.0/26': 1 }), handle('k8s-pod-network.empty', {})],
+    });
+    const found = detectCalicoLeaks(v, 'a');
+    expect(found.node).toEqual([]);
+    expect(found.cluster.map((f) => f.class).sort()).toEqual(['calico-affinity-orphan', 'calico-handle-leaked']);
+    const report = auditNode({ node: 'a', state: emptyState({ services: {} }), pods: [], calico: found });
+    expect(report).toMatchObject({ verdict: 'clean', findings: [], clusterFindings: found.cluster });
+  });
+});

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { auditExitCode, renderAudit } from '../../../src/cli/render-audit.js';
+import { auditNode, type AuditInput } from '../../../src/leaks/audit.js';
+import { planLines, planReclaim } from '../../../src/leaks/reclaim/plan.js';
+import { summarize, type AuditVerdict, type Finding } from '../../../src/leaks/types.js';
+import { emptyState, kubenetNode, podOn } from './state-builder.js';
+
+// Fail closed: a check that cannot look is "could not verify", never "clean"; reclaim does nothing on such an audit.
+const input = (over: Partial<AuditInput>): AuditInput => ({ node: 'n', state: kubenetNode(3, 0), pods: [], podCidr: '10.253.6.128/25', ...over });
+const stuck = podOn('stuck', undefined, { deletionTimestamp: new Date((kubenetNode(0, 0).now - 300) * 1000).toISOString(), deletionGracePeriodSeconds: 30 });
+const orphan: Finding = { class: 'calico-affinity-orphan', severity: 'leak', message: 'block affinity x of gone-node', evidence: { affinity: 'x', node: 'gone-node' } };
+
+const rows: Array<[string, Partial<AuditInput>, AuditVerdict, number]> = [
+  ['every source answered, nothing found', {}, 'clean', 0],
+  ['every source answered, a leak found', { state: kubenetNode(2, 1) }, 'leaks', 0],
+  ['the runtime did not answer', { state: { ...kubenetNode(2, 1), runtimeReachable: false } }, 'unverifiable', 1],
+  ['the pod list could not be read', { pods: undefined, podListError: 'forbidden' }, 'unverifiable', 1],
+  ['Calico could not be read', { unverifiable: ["Calico's IPAM could not be read"] }, 'unverifiable', 1],
+  ['the runtime did not answer, yet a pod is proven stuck', { state: { ...kubenetNode(0, 0), runtimeReachable: false }, pods: [stuck] }, 'leaks', 1],
+  ['only cluster-wide findings', { calico: { node: [], cluster: [orphan] } }, 'clean', 0],
+];
+
+describe('audit verdict', () => {
+  it.each(rows)('%s: %s', (_, over, verdict, blind) => {
+    const report = auditNode(input(over));
+    expect(report.verdict).toBe(verdict);
+    expect(report.unverifiable).toHaveLength(blind);
+  });
+
+  it('never judges a reservation dead by the pods\' silence when the pod list could not be read', () => {
+    const state = kubenetNode(0, 2);
+    state.cniCache = [];
+    const report = auditNode(input({ state, pods: undefined, podListError: 'the server is unavailable' }));
+    expect(report.findings).toEqual([]);
+    expect(report.unverifiable).toEqual([expect.stringMatching(/pod list could not be read \(the server is unavailable\)/)]);
+  });
+
+  it('exits 0 clean, 13 for the node\'s findings, 15 when it could not verify', () => {
+    expect([auditExitCode('clean'), auditExitCode('leaks'), auditExitCode('unverifiable')]).toEqual([0, 13, 15]);
+  });
+
+  it('renders what could not be checked, and cluster-wide findings in their own section', () => {
+    const text = renderAudit(auditNode(input({ state: { ...kubenetNode(1, 0), runtimeReachable: false }, calico: { node: [], cluster: [orphan] } })));
+    expect(text).toMatch(/^Leak audit of node n: could not verify/);
+    expect(text).toMatch(/Could not verify:\n {2}- the container runtime did not answer/);
+    expect(text).toMatch(/Cluster-wide \(1, not this node's[^\n]*\n {2}calico-affinity-orphan \(1\):\n {4}\[leak\] block affinity x/);
+    expect(text).toMatch(/range kubenet 10\.253\.6\.128\/25: usable 125, allocated 1, in use 1, leaked 0/);
+  });
+
+  it('summarizes the verdict and the cluster-wide count for the run report', () => {
+    const summary = summarize(auditNode(input({ state: kubenetNode(3, 0), calico: { node: [], cluster: [orphan] } })));
+    expect(summary).toMatchObject({ verdict: 'clean', findings: 0, clusterFindings: 1, unverifiable: [] });
+  });
+});
+
+describe('reclaim on a blind audit', () => {
+  it('refuses to act at all, saying why', () => {
+    const state = kubenetNode(0, 2);
+    const findings = auditNode(input({ state })).findings;
+    expect(findings.length).toBeGreaterThan(0);
+    const acting = planReclaim({ first: findings, second: findings, unverifiable: [], state, graceSeconds: 0 });
+    expect(acting.reservations.length + acting.replays.length).toBeGreaterThan(0);
+    const refused = planReclaim({ first: findings, second: findings, unverifiable: ['the pod list could not be read'], state, graceSeconds: 0 });
+    expect(refused).toMatchObject({ replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], refused: ['the pod list could not be read'] });
+    expect(refused.skipped).toHaveLength(findings.length);
+    expect(planLines(refused)).toEqual(['refused, nothing will be done: the pod list could not be read']);
+  });
+
+  it('still releases cluster-wide Calico leaks it saw twice', () => {
+    const plan = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 0 });
+    expect(plan.calico).toEqual([orphan]);
+  });
+});
