@@ -21,6 +21,33 @@ export const ExitCode = {
 } as const;
 export type ExitCodeName = keyof typeof ExitCode;
 
+/** What each exit code of upgrade-node means: its --help and the README's table are this. */
+export const EXIT_CODE_MEANINGS: Record<ExitCodeName, string> = {
+  ok: 'done, nothing to do, the dry run planned, or --rollback found nothing to roll back',
+  internal: 'internal error',
+  usage: 'usage: unknown flag, malformed version, invalid node name, shell metacharacters, an unfinished run toward other versions',
+  nodeNotFound: 'node not found',
+  nodeNotReady: 'node not Ready',
+  unreachable: 'node or API unreachable',
+  hostKey: 'host key not in known_hosts, different, revoked, or a certificate',
+  authentication: 'SSH authentication refused',
+  blockedByBudget: 'drain blocked by a PodDisruptionBudget (found in preflight, nothing changed)',
+  locked: 'another live run holds the node\'s Lease (nothing changed)',
+  preflight: 'preflight refused: version unavailable, runtime or crictl missing, control-plane node, low disk, dpkg unsound or locked, pods that cannot be drained in time, CNI cache entries that cannot be replayed',
+  stepFailedRolledBack: 'a step failed before the point of no return and the node was rolled back (also: an unfinished run rolled back with --rollback)',
+  rollbackFailed: 'a step failed and the rollback failed too: the node is left cordoned if its runtime or kubelet could not be restored; run the same command again to retry the rollback',
+  leaksFound: 'the leak audit found leaks: before uncordon the node stays cordoned on the new runtime (reclaim, then run the same command to finish); after uncordon they are reported',
+  afterPointOfNoReturn: 'a failure after the node was uncordoned: it is upgraded and serving, nothing was downgraded; run the same command to finish the check',
+  couldNotAudit: 'the leak audit could not look (runtime not answering, API read failed): never reported as clean',
+  leaseLost: 'the node\'s Lease was taken by another run: this run stopped changing the node at once',
+  timeout: 'a command on the node timed out (and was stopped there)',
+};
+
+/** The exit codes as help text: "  0  done, ..." lines. */
+export function exitCodeLines(): string[] {
+  return (Object.keys(ExitCode) as ExitCodeName[]).map((name) => `  ${String(ExitCode[name]).padStart(2)}  ${EXIT_CODE_MEANINGS[name]}`);
+}
+
 /** A failure with the exit code it maps to and, when it happened in a step, where. */
 export class RunbookError extends Error {
   readonly code: ExitCodeName;

@@ -4,22 +4,29 @@ import { renderReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration, parseInteger } from './duration.js';
+import { exitCodeLines } from '../errors.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 import { connectNode } from './node-access.js';
-import { progressPrinter } from './progress.js';
+import { progressPrinter } from '../runbook/progress.js';
 
 export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE --to PACKAGE=VERSION[,PACKAGE=VERSION] [options]
 
-Upgrades a node's container runtime safely: preflight (PodDisruptionBudgets checked before anything changes, a
-per-node Lease taken), cordon, drain, stop kubelet, tear down every sandbox's network (CNI DEL replayed from libcni's
-cache), clear checkpoints and CNI IPAM and cache directories (backed up on the node first), upgrade the packages,
-start kubelet and wait for PodCIDR, Ready and the runtime network, uncordon (only if this run cordoned), verify that
-nothing leaked. Each step is idempotent; a failure rolls back to the recorded prior state; a killed run resumes.
+Upgrades a node's container runtime safely, under a per-node Lease: preflight (PodDisruptionBudgets, drain timeouts,
+dpkg state and lock, CNI cache entries that could not be replayed: all checked before anything changes), cordon,
+drain, stop kubelet, tear down every sandbox's network (CNI DEL replayed from libcni's cache, backed up first), clear
+checkpoints and CNI IPAM and cache directories (backed up on the node first), upgrade the packages (held packages
+stay held), start kubelet and wait for PodCIDR, Ready and the runtime network, prove the node (a smoke pod pinned to
+it gets a sandbox and an IP, then the leak audit is clean), uncordon (only if this run cordoned), verify again.
+
+Every step is written to the journal on the Lease before it acts. A failure before uncordon rolls back what the run
+did, newest first; uncordon is the point of no return: after it nothing is downgraded. A killed run is finished by
+the same command (steps done are not done again), or rolled back with --rollback.
 
 Target:
   --to PACKAGE=VERSION[,...]   exact versions, e.g. containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6
   --dry-run                    observe and plan every step, change nothing, print the plan
+  --rollback                   roll back the node's unfinished run from its journal (refused past the point of no return)
 
 Cluster:
   --kubeconfig PATH            default: $KUBECONFIG or ~/.kube/config
@@ -38,18 +45,18 @@ Drain (as kubectl drain):
 
 Other:
   --output text|json           the final report (progress always goes to stderr)
-  --lease-namespace NS         (kube-system)               --ready-timeout DURATION (300s)
+  --allow-control-plane        maintain a control-plane node (refused otherwise)
+  --lease-namespace NS         (kube-system; the smoke pod runs there too)
+  --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
+  --smoke-timeout DURATION     (120s) for the smoke pod to get a sandbox and an IP
+  --lock-timeout DURATION      (120s) for another process's apt/dpkg to release the dpkg lock
+  --outage-tolerance DURATION  (120s) how long an API outage is waited out (changes to the node held meanwhile)
   --budget-wait DURATION       (120s) how long preflight waits for a budget that is at zero only for now (its pods
                                are being replaced); a budget that forbids all disruption stops the run at once
   -h, --help
 
 Exit codes:
-  0 done (or nothing to do, or the dry run planned)   1 internal error      2 usage (bad flag, value, version)
-  3 node not found          4 node not Ready          5 node unreachable    6 host key unknown or mismatched
-  7 SSH authentication      8 drain blocked by a PodDisruptionBudget       9 another run holds the node's Lease
-  10 preflight refused (version unavailable, runtime missing, disk, pods that cannot be drained)
-  11 a step failed and the node was rolled back     12 a step failed and the rollback failed too
-  13 the leak audit found leaks after the upgrade`;
+${exitCodeLines().join('\n')}`;
 
 const UPGRADE_OPTIONS = {
   to: { type: 'string' },
@@ -62,6 +69,11 @@ const UPGRADE_OPTIONS = {
   'lease-namespace': { type: 'string' },
   'ready-timeout': { type: 'string' },
   'budget-wait': { type: 'string' },
+  'smoke-timeout': { type: 'string' },
+  'lock-timeout': { type: 'string' },
+  'outage-tolerance': { type: 'string' },
+  'allow-control-plane': { type: 'boolean' },
+  rollback: { type: 'boolean' },
   ...CONNECT_OPTIONS,
 } as const;
 
@@ -73,11 +85,17 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       const options: RunOptions = {
         ...DEFAULT_RUN_OPTIONS,
         node: singleNode(positionals),
-        targets: parseTargets(String(values.to ?? '')),
+        // --rollback needs no target: the journal has them.
+        targets: values.rollback && values.to === undefined ? {} : parseTargets(String(values.to ?? '')),
         dryRun: values['dry-run'] === true,
         leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
         readyTimeoutSeconds: seconds('ready-timeout', DEFAULT_RUN_OPTIONS.readyTimeoutSeconds),
         budgetWaitSeconds: seconds('budget-wait', DEFAULT_RUN_OPTIONS.budgetWaitSeconds),
+        smokeTimeoutSeconds: seconds('smoke-timeout', DEFAULT_RUN_OPTIONS.smokeTimeoutSeconds),
+        lockTimeoutSeconds: seconds('lock-timeout', DEFAULT_RUN_OPTIONS.lockTimeoutSeconds),
+        outageToleranceSeconds: seconds('outage-tolerance', DEFAULT_RUN_OPTIONS.outageToleranceSeconds),
+        allowControlPlane: values['allow-control-plane'] === true,
+        rollback: values.rollback === true,
         drain: {
           ignoreDaemonSets: values['ignore-daemonsets'] === true,
           deleteEmptyDirData: values['delete-emptydir-data'] === true,

@@ -5,7 +5,7 @@ import { openTransport, type Transport, type TransportSpec } from '../node/trans
 import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
-import { progressPrinter } from '../cli/progress.js';
+import { progressPrinter } from '../runbook/progress.js';
 
 // What the Pulumi provider calls, loaded inside its methods: one node's upgrade, and a read-only look at its versions.
 export type NodeConnection =

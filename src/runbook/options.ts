@@ -75,7 +75,7 @@ export function parseTargets(spec: string): Record<string, string> {
 
 export function validateRunOptions(options: RunOptions): RunOptions {
   validateNodeName(options.node);
-  if (Object.keys(options.targets).length === 0) throw usageError('no target versions given');
+  if (Object.keys(options.targets).length === 0 && !options.rollback) throw usageError('no target versions given: --to PACKAGE=VERSION');
   for (const [name, version] of Object.entries(options.targets)) parseTargets(`${name}=${version}`);
   if (!NODE_NAME.test(options.leaseNamespace)) throw usageError(`invalid lease namespace ${JSON.stringify(options.leaseNamespace)}`);
   const positive: Array<[string, number]> = [

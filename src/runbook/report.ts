@@ -86,8 +86,11 @@ export function renderReport(report: RunReport): string {
   if (report.backups.length > 0) lines.push(`Backups on the node: ${report.backups.join(', ')}`);
   if (report.audit) {
     const a = report.audit;
-    lines.push(`Leak audit: ${a.findings === 0 ? 'clean' : `${a.findings} finding(s)`} (${a.reservations} IP reservations, ${a.cacheEntries} cache entries, ${a.checkpoints} checkpoints, ${a.sandboxes} sandboxes)`);
+    const verdict = a.verdict === 'clean' ? 'clean' : a.verdict === 'leaks' ? `${a.findings} finding(s)` : 'COULD NOT AUDIT';
+    lines.push(`Leak audit: ${verdict} (${a.reservations} IP reservations, ${a.cacheEntries} cache entries, ${a.checkpoints} checkpoints, ${a.sandboxes} sandboxes)`);
     for (const f of a.top) lines.push(`  - ${f}`);
+    for (const u of a.unverifiable) lines.push(`  - could not verify: ${u}`);
+    if (a.clusterFindings > 0) lines.push(`  (${a.clusterFindings} cluster-wide finding(s), not this node's: audit-node shows them)`);
   }
   if (report.error) lines.push(`Error (${report.error.code}): ${report.error.message}`);
   if (report.next) lines.push(`Next: ${report.next}`);

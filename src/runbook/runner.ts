@@ -251,6 +251,7 @@ async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<
 
 function skip(reports: Map<string, StepReport>, emit: EventSink, step: Step, phase: 'nothing-to-do' | 'done-earlier', summary: string): void {
   Object.assign(reports.get(step.name)!, { status: phase, summary });
+  emit({ type: 'step', phase: 'start', step: step.name, index: STEPS.indexOf(step), total: STEPS.length, title: step.title });
   emit({ type: 'step', phase, step: step.name, summary, durationMs: 0, actions: [] });
 }
 

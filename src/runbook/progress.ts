@@ -1,4 +1,4 @@
-import type { RunEvent } from '../runbook/events.js';
+import type { RunEvent } from './events.js';
 
 // The live display: one line per step as it starts and ends, indented progress lines under it. stderr, so stdout
 // carries only the report (or the JSON).
@@ -8,7 +8,7 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
   return (e) => {
     switch (e.type) {
       case 'run':
-        write(`node-maint: ${e.dryRun ? 'dry run on' : e.resuming ? 'resuming the run on' : 'maintaining'} node ${e.node} (run ${e.runId.slice(0, 8)})`);
+        write(`node-maint: ${e.dryRun ? 'dry run on' : e.mode === 'rollback' ? 'rolling back the unfinished run on' : e.resuming ? 'resuming the run on' : 'maintaining'} node ${e.node} (run ${e.runId.slice(0, 8)})`);
         break;
       case 'step':
         if (e.phase === 'start') {
@@ -18,7 +18,7 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
         } else if (e.phase === 'failed') {
           write(`[${String(index).padStart(2)}/${total}] FAILED after ${(e.durationMs / 1000).toFixed(1)}s: ${e.error}`);
         } else {
-          const label = e.phase === 'done' ? 'done' : e.phase === 'planned' ? 'planned' : 'nothing to do';
+          const label = { done: 'done', planned: 'planned', 'nothing-to-do': 'nothing to do', 'done-earlier': 'done earlier, not again' }[e.phase];
           write(`[${String(index).padStart(2)}/${total}] ${label} in ${(e.durationMs / 1000).toFixed(1)}s: ${e.summary}`);
         }
         break;
