@@ -3,7 +3,8 @@ import type { Cluster } from '../cluster/api.js';
 import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
 import { versionsOf } from '../node/state/index.js';
-import type { Transport } from '../node/transport/types.js';
+import { ConnectionLostError, type Transport } from '../node/transport/types.js';
+import pRetry from 'p-retry';
 import { STEPS } from '../steps/index.js';
 import type { PreflightPlan } from '../steps/preflight.js';
 import type { VerifyPlan } from '../steps/verify.js';
@@ -50,11 +51,19 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     outageToleranceSeconds: options.outageToleranceSeconds,
     onLine: line,
   });
-  const previous = options.dryRun ? await keeper.inspect() : await keeper.acquire();
+  // Read-only first: a run refused by preflight leaves no trace, not even a Lease object.
+  const previous = await keeper.inspect();
+  const mode = decideMode(previous, options);
+  const acquire = async () => {
+    const seen = await keeper.acquire();
+    if (seen?.runId !== previous?.runId || seen?.status !== previous?.status) {
+      throw new RunbookError('locked', `another run changed the journal of ${options.node} while this one was starting (now run ${seen?.runId ?? 'none'}, ${seen?.status ?? 'none'}); run again`);
+    }
+  };
+  if (!options.dryRun && mode !== 'run' && previous) await acquire();
   let journal: Journal | undefined;
   let touched = false;
   try {
-    const mode = decideMode(previous, options);
     journal = mode === 'run' ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
     const report = newReport(options, journal, mode, started);
     const tracking: EventSink = (e) => {
@@ -71,7 +80,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       touched = true;
       await finishRollback(ctx, report, tracking);
     } else {
-      touched = await runForward(ctx, report, tracking, keeper);
+      touched = await runForward(ctx, report, tracking, keeper, acquire);
     }
     if (touched) report.steps = mergeJournal(report.steps, journal);
     report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
@@ -103,7 +112,7 @@ function decideMode(previous: Journal | undefined, options: RunOptions): Mode {
 }
 
 /** The steps in order; true when the run changed (or may have changed) the node, so its journal is kept. */
-async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, keeper: LeaseKeeper): Promise<boolean> {
+async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, keeper: LeaseKeeper, acquire: () => Promise<void>): Promise<boolean> {
   const { journal, options } = ctx;
   const reports = new Map(report.steps.map((s) => [s.name, s]));
   let journaled = false;
@@ -112,6 +121,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
     journal.prior ??= pre.prior;
     report.versions.before = journal.prior.packages;
     if (!options.dryRun && pre.maintenanceNeeded) {
+      if (!ctx.resuming) await acquire();
       await ctx.saveJournal();
       journaled = true;
     }
@@ -203,7 +213,22 @@ async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSin
   }
 }
 
+/**
+ * A step whose connection to the node broke is planned and applied again from what the node now is (steps are
+ * idempotent: the plan observes), on a new connection: a cut session costs a retry, not a rollback.
+ */
 async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink): Promise<StepPlan> {
+  return pRetry(() => runStepOnce(ctx, step, index, reports, emit), {
+    retries: 2,
+    minTimeout: 2_000,
+    shouldRetry: ({ error }) => error instanceof ConnectionLostError,
+    onFailedAttempt: ({ error }) => {
+      if (error instanceof ConnectionLostError) ctx.progress(`${error.message}; planning the step again on a new connection`);
+    },
+  });
+}
+
+async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink): Promise<StepPlan> {
   const t0 = Date.now();
   const record = reports.get(step.name)!;
   const { journal, options } = ctx;
@@ -278,10 +303,8 @@ function newReport(options: RunOptions, journal: Journal, mode: Mode, started: n
 function mergeJournal(steps: StepReport[], journal: Journal): StepReport[] {
   return steps.map((s) => {
     const rec = journal.steps[s.name];
-    if (!rec) return s;
-    if (rec.status === 'rolled-back' || rec.status === 'rollback-failed') return { ...s, status: rec.status };
-    if (s.status === 'not-run') return { ...s, status: rec.status === 'done' ? 'done-earlier' : rec.status, summary: rec.summary };
-    return s;
+    if (!rec || s.status !== 'not-run') return s;
+    return { ...s, status: rec.status === 'done' ? 'done-earlier' : rec.status, summary: rec.summary };
   });
 }
 

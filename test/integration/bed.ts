@@ -70,18 +70,24 @@ export const upgradeNode = (args: string[], options?: Parameters<typeof runCli>[
 
 export const installedContainerd = async () => (await sh("dpkg-query -W -f='${Version}' containerd")).trim();
 
+/** Where the bed's fault hooks look (testbed/packages/fault-hooks.sh, testbed/node/kubelet-with-faults). */
+export const FAULTS_DIR = '/run/node-maint-test-faults';
+
 /**
  * Puts the real node back where the upgrade tests start: containerd at the old version through apt, every unit
  * running, schedulable, no Lease, the seeded workloads back and running on it.
  */
 export async function resetRealNode(version = bed().containerd.old): Promise<void> {
   const b = bed();
+  // Held, as the bed holds them (and production nodes do): changed with --allow-change-held-packages, held again.
   await sh(`
     set -e
-    rm -f /etc/apt/apt.conf.d/99node-maint-test-fail
-    if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${version}' ]; then
+    rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail ${FAULTS_DIR}
+    dpkg --configure -a >/dev/null 2>&1 || true
+    if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${version} hi ' ]; then
       systemctl stop kubelet cri-docker docker containerd
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${version}' >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' >/dev/null
+      apt-mark hold containerd docker.io >/dev/null
     fi
     systemctl start containerd docker cri-docker kubelet`);
   await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${b.realNode}`, '--ignore-not-found');

@@ -82,16 +82,19 @@ export const fleetContainerd = async (node: string) =>
 
 /** Fleet hosts back at the old containerd (through their apt), schedulable, no runbook Lease. */
 export async function resetFleetHosts(): Promise<void> {
+  for (const n of bed().nodes.filter((x) => x.container)) await resetFleetHost(n.name);
+}
+
+export async function resetFleetHost(name: string): Promise<void> {
   const b = bed();
-  for (const n of b.nodes.filter((x) => x.container)) {
-    await onFleetHost(n.name, `rm -f /etc/apt/apt.conf.d/99node-maint-test-fail
-      if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${b.containerd.old}' ]; then
-        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
+  await onFleetHost(name, `rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults
+      dpkg --configure -a >/dev/null 2>&1 || true
+      if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${b.containerd.old} ii ' ]; then
+        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
       fi
       systemctl start containerd kubelet`);
-    await kubectl('uncordon', n.name);
-    await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${n.name}`, '--ignore-not-found');
-  }
+  await kubectl('uncordon', name);
+  await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${name}`, '--ignore-not-found');
 }
 
 /** Moves a file, also across filesystems. */

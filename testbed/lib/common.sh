@@ -27,6 +27,8 @@ SERVICE_CIDR=10.96.0.0/16
 NODE_CIDR_MASK=25
 CONTAINERD_OLD=${CONTAINERD_OLD:-1.6.20~ds1-1+deb12u2}
 CONTAINERD_NEW=${CONTAINERD_NEW:-1.6.20~ds1-1+deb12u3}
+# Debian's +deb12u3 repacked with fault hooks in its maintainer scripts (testbed/packages/fault-hooks.sh).
+CONTAINERD_FAULTY="$CONTAINERD_NEW+nmtest1"
 ADMIN_KUBECONFIG="$TB_STATE/admin.kubeconfig"
 SSH_KEY="$TB_STATE/ssh/id_ed25519"
 KNOWN_HOSTS="$TB_STATE/ssh/known_hosts"

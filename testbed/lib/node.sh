@@ -28,11 +28,12 @@ install_node_units() {
   install -m 0755 "$CRICTL_BIN/crictl" /usr/local/bin/crictl
   echo "runtime-endpoint: unix:///run/cri-dockerd.sock" > /etc/crictl.yaml
   install -D -m 0755 "$TB_ROOT/node/runc-clamp-oom" /usr/local/lib/node-maint-testbed/runc-clamp-oom
+  install -D -m 0755 "$TB_ROOT/node/kubelet-with-faults" /usr/local/lib/node-maint-testbed/kubelet-with-faults
   install_systemctl_standin /
   write_unit "$STANDIN_UNITS" containerd "/usr/bin/containerd" "ctr version"
   write_unit "$STANDIN_UNITS" docker "/usr/sbin/dockerd --containerd=/run/containerd/containerd.sock --bridge=none --iptables=false --ip-masq=false --add-runtime=tb-runc=/usr/local/lib/node-maint-testbed/runc-clamp-oom --default-runtime=tb-runc" "docker info"
   write_unit "$STANDIN_UNITS" cri-docker "/usr/local/bin/cri-dockerd --container-runtime-endpoint=unix:///run/cri-dockerd.sock --network-plugin=kubenet --cni-bin-dir=/usr/lib/cni --cni-cache-dir=/var/lib/cni/cache --pod-infra-container-image=registry.k8s.io/pause:3.10 --hairpin-mode=hairpin-veth" "test -S /run/cri-dockerd.sock"
-  write_unit "$STANDIN_UNITS" kubelet "/usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override=$REAL_NODE --node-ip=$NODE_IP" "curl -sf http://127.0.0.1:10248/healthz"
+  write_unit "$STANDIN_UNITS" kubelet "/usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override=$REAL_NODE --node-ip=$NODE_IP" "curl -sf http://127.0.0.1:10248/healthz"
 }
 
 write_kubelet_config() {
@@ -110,7 +111,21 @@ add_known_host() { # PORT PUBKEY_FILE
   mv "$KNOWN_HOSTS.tmp" "$KNOWN_HOSTS"
 }
 
+# The bed's local apt repository as one more package source of the real node, and the runtime packages held, as
+# production nodes hold them (apt-mark hold): the runbook must change and hold them again.
+REAL_NODE_APT_LIST=/etc/apt/sources.list.d/node-maint-testbed.list
+HELD_PACKAGES="containerd docker.io"
+use_local_apt_repo() {
+  local line="deb [trusted=yes] file:$LOCAL_APT_REPO ./"
+  if [ "$(cat "$REAL_NODE_APT_LIST" 2>/dev/null)" != "$line" ]; then
+    echo "$line" > "$REAL_NODE_APT_LIST"
+    apt-get update -qq -o Dir::Etc::sourcelist="$REAL_NODE_APT_LIST" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 2>/dev/null
+  fi
+  apt-mark hold $HELD_PACKAGES >/dev/null
+}
+
 start_real_node() {
+  use_local_apt_repo
   make_node_iface
   install_node_units
   write_kubelet_config

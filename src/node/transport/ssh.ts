@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { RunbookError } from '../../errors.js';
 import { hostKeyPolicy } from './host-keys.js';
 import { hostPattern } from './known-hosts.js';
-import { ANSWER_GRACE_MS, CommandTimeoutError, DEFAULT_COMMAND_TIMEOUT_MS, remoteShell, timedOutOnNode, type ExecOptions, type ExecResult, type Transport } from './types.js';
+import { ANSWER_GRACE_MS, CommandTimeoutError, ConnectionLostError, DEFAULT_COMMAND_TIMEOUT_MS, remoteShell, timedOutOnNode, type ExecOptions, type ExecResult, type Transport } from './types.js';
 
 export interface SshOptions {
   host: string;
@@ -105,7 +105,7 @@ export class SshTransport implements Transport {
           clearTimeout(timer);
           if (code === undefined) {
             connection.lost = true;
-            return reject(new RunbookError('unreachable', `${this.target}: the connection was lost during the command (it goes on on the node until it ends or times out)`));
+            return reject(new ConnectionLostError(this.target));
           }
           if (timedOutOnNode(code, Date.now() - started, timeoutMs)) return reject(new CommandTimeoutError(this.target, timeoutMs, true));
           resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(errOut).toString('utf8') });
@@ -135,8 +135,9 @@ function openClient(
   const port = options.port ?? 22;
   const where = `${options.user}@${hostPattern(options.host, port)}`;
   // Never accepted blindly: the server is offered only the key types listed for this host, and its key must be listed.
+  // A host with no usable entry is still connected to, as ssh does, so an unreachable one says so first; whatever key
+  // it then shows is refused by the verifier.
   const policy = hostKeyPolicy({ knownHosts, host: options.host, port, knownHostsPath: options.knownHostsPath });
-  if (policy.refusal) return Promise.reject(policy.refusal);
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client();
     let hostKeyProblem: RunbookError | undefined;
@@ -161,7 +162,7 @@ function openClient(
       readyTimeout: options.connectTimeoutMs ?? 15_000,
       keepaliveInterval: options.keepaliveIntervalMs ?? 5_000,
       keepaliveCountMax: 3,
-      algorithms: { serverHostKey: policy.algorithms },
+      ...(policy.algorithms.length > 0 ? { algorithms: { serverHostKey: policy.algorithms } } : {}),
       hostVerifier: (key: Buffer) => {
         hostKeyProblem = policy.check(key);
         return hostKeyProblem === undefined;

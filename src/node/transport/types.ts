@@ -39,6 +39,13 @@ export class CommandTimeoutError extends RunbookError {
   }
 }
 
+/** The connection to the node broke during a command, which goes on there to its end or its own timeout. */
+export class ConnectionLostError extends RunbookError {
+  constructor(target: string) {
+    super('unreachable', `${target}: the connection was lost during the command (it goes on on the node until it ends or times out)`);
+  }
+}
+
 /** Exit 124 (TERM) or 137 (KILL) from the wrapper's timeout, once the time was really up. */
 export function timedOutOnNode(code: number, elapsedMs: number, timeoutMs: number): boolean {
   return (code === 124 || code === 137) && elapsedMs >= timeoutMs - 1_000;

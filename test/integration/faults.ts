@@ -1,0 +1,104 @@
+import { expect } from 'vitest';
+import { STEPS } from '../../src/steps/index.js';
+import { auditNode, bed, DRAIN_FLAGS, FAULTS_DIR, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor, type CliResult } from './bed.js';
+import { onFleetHost, resetFleetHost } from './pulumi.js';
+
+// The fault matrix's vocabulary: a node under test (the real node or a fleet host), the upgrade run as an operator
+// runs it, a kill at a step, fault switches, and what every case must end with.
+export interface Target {
+  name: string;
+  /** The flags that reach it over SSH as the bed's non-root user. */
+  flags: string[];
+  /** A root shell on the node. */
+  sh(script: string): Promise<string>;
+  reset(): Promise<void>;
+  /** Whether the bed holds its runtime packages (the real node does, as production nodes do). */
+  held: boolean;
+}
+
+export const realNode = (): Target => ({ name: bed().realNode, flags: sshFlags(bed().realNode), sh, reset: () => resetRealNode(), held: true });
+export const fleetHost = (name: string): Target => ({ name, flags: sshFlags(name), sh: (s) => onFleetHost(name, s), reset: () => resetFleetHost(name), held: false });
+
+export const upgradeArgs = (t: Target, version: string, extra: string[] = []) => [t.name, '--to', `containerd=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, ...extra];
+
+/** The progress line that says a step starts: "[ 5/11] Tear down sandbox networks ...". */
+export function stepLine(name: string): string {
+  const i = STEPS.findIndex((s) => s.name === name);
+  if (i < 0) throw new Error(`no step ${name}`);
+  return `[${String(i + 1).padStart(2)}/${STEPS.length}] ${STEPS[i]!.title} ...`;
+}
+
+/** Runs an upgrade and SIGKILLs it when `line` appears on its stderr (and `then` has run, if given). */
+export async function upgradeKilledAt(t: Target, version: string, line: string, extra: string[] = [], then?: () => Promise<void>): Promise<CliResult> {
+  let fired = false;
+  const result = await upgradeNode(upgradeArgs(t, version, extra), {
+    onStderr: (text, kill) => {
+      if (fired || !text.includes(line)) return;
+      fired = true;
+      void (then ?? (async () => undefined))().then(kill, kill);
+    },
+  });
+  expect(fired, `never saw ${JSON.stringify(line)}:\n${result.stderr}`).toBe(true);
+  expect(result.code, result.stderr).toBe(128);
+  return result;
+}
+
+export const report = (r: CliResult) => {
+  try {
+    return JSON.parse(r.stdout);
+  } catch {
+    throw new Error(`no JSON report (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
+  }
+};
+
+export async function setFault(t: Target, name: string, content = ''): Promise<void> {
+  await t.sh(`mkdir -p ${FAULTS_DIR} && printf '%s' '${content}' > ${FAULTS_DIR}/${name}`);
+}
+
+export async function clearFault(t: Target, name: string): Promise<void> {
+  await t.sh(`rm -f ${FAULTS_DIR}/${name}`);
+}
+
+export async function lease(node: string): Promise<{ holder?: string; journal?: any }> {
+  const l = await kubectlJson('get', 'lease', '-n', 'kube-system', `node-maint-${node}`).catch(() => undefined);
+  const text = l?.metadata.annotations?.['node-maint.io/journal'];
+  return { holder: l?.spec.holderIdentity ?? undefined, journal: text ? JSON.parse(text) : undefined };
+}
+
+/** The containerd package as dpkg records it: "VERSION hi " when held and installed. */
+export const containerdStatus = async (t: Target) => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' containerd")).replace(/\n$/, '');
+
+/** kubelet's process, to tell whether a run restarted it. */
+export const kubeletPid = async (t: Target) => (await t.sh("cat /run/systemd-standin/kubelet.pid 2>/dev/null | cut -d' ' -f1")).trim();
+
+/**
+ * What every fault case ends with: containerd at the expected version, dpkg sound (held again where it was held),
+ * kubelet running, the node Ready and schedulable (unless it was cordoned before), the Lease released with the run
+ * finished, and zero leaks by the audit.
+ */
+export async function expectServing(t: Target, version: string, options: { cordonedBefore?: boolean } = {}): Promise<void> {
+  expect(await containerdStatus(t)).toBe(`${version} ${t.held ? 'hi' : 'ii'} `);
+  expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
+  await waitFor(async () => {
+    const node = await kubectlJson('get', 'node', t.name);
+    const ready = node.status.conditions.find((c: any) => c.type === 'Ready')?.status === 'True';
+    return ready && Boolean(node.spec.unschedulable) === Boolean(options.cordonedBefore);
+  }, 120_000, `${t.name} Ready and ${options.cordonedBefore ? 'cordoned' : 'schedulable'}`);
+  const l = await lease(t.name);
+  expect(l.holder).toBeUndefined();
+  expect(['completed', 'rolled-back', 'failed']).toContain(l.journal?.status ?? 'completed');
+  let audit: CliResult | undefined;
+  await waitFor(async () => (audit = await auditNode([t.name, '--output', 'json', ...t.flags])).code === 0, 90_000, `a clean audit of ${t.name}`).catch(() => {
+    throw new Error(`audit of ${t.name} not clean: ${audit?.stdout.slice(0, 2000)}`);
+  });
+}
+
+/** One test at a time per node: fleet cases run side by side, each node's cases in turn. */
+export function perNodeQueue(): (node: string, fn: () => Promise<void>) => Promise<void> {
+  const tails = new Map<string, Promise<unknown>>();
+  return (node, fn) => {
+    const next = (tails.get(node) ?? Promise.resolve()).then(fn, fn);
+    tails.set(node, next.catch(() => undefined));
+    return next;
+  };
+}
