@@ -20,6 +20,7 @@ export interface NodeUpgradeInputs {
   targets: Record<string, string>;
   drain: DrainOptions;
   leaseNamespace: string;
+  allowControlPlane?: boolean;
 }
 
 function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
@@ -49,7 +50,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
-      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace },
+      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true },
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),

@@ -17,9 +17,11 @@ export interface FleetConfig {
   dockerExec?: { dockerHost?: string; containers: Record<string, string> };
   drain: DrainOptions;
   leaseNamespace: string;
+  /** Control-plane nodes are maintained only when allowed, and then last, one at a time. */
+  allowControlPlane: boolean;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane'] as const;
 
 export class ConfigError extends Error {
   constructor(key: string, message: string) {
@@ -145,6 +147,8 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
 
   const sshKey = get('sshKey');
   if (sshKey !== undefined && (typeof sshKey !== 'string' || !sshKey.includes('PRIVATE KEY'))) throw new ConfigError('sshKey', 'must be a private key (PEM or OpenSSH), set with `pulumi config set --secret`');
+  const allowControlPlane = get('allowControlPlane') ?? false;
+  if (typeof allowControlPlane !== 'boolean') throw new ConfigError('allowControlPlane', 'must be true or false');
   for (const k of ['kubeconfig', 'context', 'leaseNamespace'] as const) {
     if (get(k) !== undefined && typeof get(k) !== 'string') throw new ConfigError(k, 'must be a string');
   }
@@ -160,5 +164,6 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     dockerExec: dockerRaw ? { dockerHost: dockerRaw.dockerHost as string | undefined, containers: stringMap('dockerExec.containers', dockerRaw.containers) } : undefined,
     drain,
     leaseNamespace: (get('leaseNamespace') as string | undefined) ?? 'kube-system',
+    allowControlPlane: allowControlPlane as boolean,
   };
 }

@@ -1,11 +1,12 @@
 import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
-import type { List, Node } from '../cluster/types.js';
+import { isControlPlane } from '../cluster/nodes.js';
+import type { List, Node, Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config.js';
 import { NodeRuntimeUpgrade } from './resource.js';
-import { planWaves } from './waves.js';
+import { planFleetWaves } from './waves.js';
 
 // `pulumi up`: one NodeRuntimeUpgrade per node, in waves of at most maxUnavailable nodes; each wave waits for the
 // whole wave before it, so a failed node stops every node after it. `pulumi preview` shows each node's current and
@@ -65,6 +66,17 @@ function isConfigSecret(key: string): boolean {
   return Array.isArray(listed) && listed.includes(key);
 }
 
+/** The nodes that are control-plane nodes, and why (their role label, or the static pods they run): one pod list. */
+async function controlPlaneNodes(cluster: Cluster, nodes: Node[]): Promise<Map<string, string>> {
+  const statics = (await cluster.get<List<Pod>>('/api/v1/namespaces/kube-system/pods')).items;
+  const found = new Map<string, string>();
+  for (const n of nodes) {
+    const why = isControlPlane(n, statics.filter((p) => p.spec.nodeName === n.metadata.name));
+    if (why) found.set(n.metadata.name, why);
+  }
+  return found;
+}
+
 export default async function program() {
   const raw = pulumi.runtime.allConfig();
   const config = parseFleetConfig(raw, { secretKeys: Object.keys(raw).filter(isConfigSecret) });
@@ -78,7 +90,12 @@ export default async function program() {
   const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
 
-  const waves = planWaves(nodes.map((n, i) => i), config.maxUnavailable);
+  const controlPlane = await controlPlaneNodes(cluster, nodes);
+  if (controlPlane.size > 0 && !config.allowControlPlane) {
+    throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);
+  }
+  const indices = nodes.map((_, i) => i);
+  const waves = planFleetWaves(indices.filter((i) => !controlPlane.has(nodes[i]!.metadata.name)), indices.filter((i) => controlPlane.has(nodes[i]!.metadata.name)), config.maxUnavailable);
   const sshKey = cfg.getSecret('sshKey');
   let previous: NodeRuntimeUpgrade[] = [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
@@ -96,6 +113,7 @@ export default async function program() {
           targets: config.targets,
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,
+          allowControlPlane: config.allowControlPlane,
           ...(typeof seen === 'object' ? { observed: seen } : {}),
           ...(sshKey ? { sshKey } : {}),
         },

@@ -6,3 +6,11 @@ export function planWaves<T>(nodes: T[], maxUnavailable: number): T[][] {
   for (let i = 0; i < nodes.length; i += maxUnavailable) waves.push(nodes.slice(i, i + maxUnavailable));
   return waves;
 }
+
+/**
+ * Workers first, in waves of maxUnavailable; control-plane nodes after them, one per wave, so two etcd members or
+ * apiservers are never down together.
+ */
+export function planFleetWaves<T>(workers: T[], controlPlane: T[], maxUnavailable: number): T[][] {
+  return [...planWaves(workers, maxUnavailable), ...controlPlane.map((n) => [n])];
+}

@@ -1,9 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry, { AbortError } from 'p-retry';
 import { isConflict, isNotFound, isTransient, type Cluster } from '../cluster/api.js';
 import { JOURNAL_ANNOTATION, judgeHolder, leaseName, leasePath, leaseRecord, microTime, readLease, takenSpec, type LeaseTiming } from '../cluster/lease.js';
 import type { Lease } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { parseJournal, type Journal } from './journal.js';
+import { waitUntil } from '../wait.js';
 
 export interface LeaseKeeperOptions extends LeaseTiming {
   namespace: string;
@@ -47,61 +48,62 @@ export class LeaseKeeper {
    * has abandoned it: taken over.
    */
   async acquire(): Promise<Journal | undefined> {
-    const { durationSeconds, retryPeriodSeconds, namespace, node, holder } = this.options;
+    const { durationSeconds, retryPeriodSeconds, namespace, node, holder, outageToleranceSeconds } = this.options;
     let firstSeen: { record: string; atMs: number } | undefined;
-    const outageEnds = Date.now() + this.options.outageToleranceSeconds * 1000;
-    for (;;) {
-      let lease: Lease | undefined;
-      try {
-        lease = await readLease(this.cluster, namespace, node, retryPeriodSeconds * 2500);
-      } catch (e) {
-        if (!isTransient(e) || Date.now() > outageEnds) throw e;
-        await sleep(retryPeriodSeconds * 1000);
-        continue;
-      }
-      const verdict = judgeHolder(lease, holder, firstSeen, Date.now(), durationSeconds);
-      if (verdict === 'alive') {
-        throw new RunbookError('locked', `node ${node} is being maintained by ${lease!.spec.holderIdentity} (Lease ${namespace}/${leaseName(node)} is being renewed)`);
-      }
-      if (verdict === 'held') {
-        if (!firstSeen) this.options.onLine?.(`the Lease ${namespace}/${leaseName(node)} is held by ${lease!.spec.holderIdentity}; watching it for up to ${durationSeconds}s to see whether its holder still renews`);
-        firstSeen ??= { record: leaseRecord(lease), atMs: Date.now() };
-        await sleep(retryPeriodSeconds * 1000);
-        continue;
-      }
-      if (verdict === 'abandoned') this.options.onLine?.(`taking over the Lease from ${lease!.spec.holderIdentity}, which stopped renewing it`);
-      try {
-        this.lease = await this.take(lease);
-      } catch (e) {
-        // Someone wrote it between our read and our write: look again.
-        if (isConflict(e)) {
-          firstSeen = undefined;
-          continue;
+    let taken: Lease | undefined;
+    let previous: Lease | undefined;
+    const name = `${namespace}/${leaseName(node)}`;
+    await waitUntil(
+      `the Lease ${name}`,
+      async () => {
+        const lease = await pRetry(() => readLease(this.cluster, namespace, node, retryPeriodSeconds * 2500), {
+          maxRetryTime: outageToleranceSeconds * 1000,
+          shouldRetry: ({ error }) => isTransient(error),
+        });
+        const verdict = judgeHolder(lease, holder, firstSeen, Date.now(), durationSeconds);
+        if (verdict === 'alive') throw new RunbookError('locked', `node ${node} is being maintained by ${lease!.spec.holderIdentity} (Lease ${name} is being renewed)`);
+        if (verdict === 'held') {
+          if (!firstSeen) this.options.onLine?.(`the Lease ${name} is held by ${lease!.spec.holderIdentity}; watching it for up to ${durationSeconds}s to see whether its holder still renews`);
+          firstSeen ??= { record: leaseRecord(lease), atMs: Date.now() };
+          return 'held';
         }
-        throw e;
-      }
-      this.state = 'held';
-      this.lastRenewMs = performance.now();
-      this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
-      this.timer.unref();
-      return parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
-    }
+        if (verdict === 'abandoned') this.options.onLine?.(`taking over the Lease from ${lease!.spec.holderIdentity}, which stopped renewing it`);
+        try {
+          taken = await this.take(lease);
+          previous = lease;
+          return true;
+        } catch (e) {
+          // Someone wrote it between our read and our write: look again.
+          if (!isConflict(e)) throw e;
+          firstSeen = undefined;
+          return 'changed while taking it';
+        }
+      },
+      { timeoutMs: (durationSeconds * 2 + outageToleranceSeconds) * 1000, intervalMs: retryPeriodSeconds * 1000 },
+    );
+    this.lease = taken;
+    this.state = 'held';
+    this.lastRenewMs = performance.now();
+    this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
+    this.timer.unref();
+    return parseJournal(previous?.metadata.annotations?.[JOURNAL_ANNOTATION]);
   }
 
   /** Resolves while we hold the Lease; waits while it is suspended; throws `leaseLost` once someone else holds it. */
   async fence(): Promise<void> {
-    const until = performance.now() + this.options.outageToleranceSeconds * 1000;
-    let said = false;
-    for (;;) {
-      if (this.state === 'held' || this.state === 'idle') return;
-      if (this.state === 'lost') throw this.lostError();
-      if (performance.now() > until) {
-        throw new RunbookError('leaseLost', `node ${this.options.node}: the Lease could not be renewed for ${this.options.outageToleranceSeconds}s; this run stopped changing the node`);
-      }
-      if (!said) this.options.onLine?.('the Lease could not be renewed in time: no change to the node until it is renewed again');
-      said = true;
-      await sleep(250);
-    }
+    if (this.state === 'held' || this.state === 'idle') return;
+    this.options.onLine?.('the Lease could not be renewed in time: no change to the node until it is renewed again');
+    await waitUntil(
+      'the Lease to be renewed',
+      async () => {
+        if (this.state === 'lost') throw this.lostError();
+        return this.state === 'held' || this.state === 'idle' ? true : 'suspended';
+      },
+      { timeoutMs: this.options.outageToleranceSeconds * 1000, intervalMs: 250 },
+    ).catch((e) => {
+      if (e instanceof RunbookError) throw e;
+      throw new RunbookError('leaseLost', `node ${this.options.node}: the Lease could not be renewed for ${this.options.outageToleranceSeconds}s; this run stopped changing the node`);
+    });
   }
 
   get held(): boolean {
@@ -117,31 +119,31 @@ export class LeaseKeeper {
     if (this.state === 'idle') return;
     journal.updatedAt = new Date().toISOString();
     const text = JSON.stringify(journal);
-    await this.enqueue(async () => {
-      const deadline = performance.now() + this.options.outageToleranceSeconds * 1000;
-      // A journal write is retried through an outage: it is what a resumed run or a rollback will trust.
-      for (;;) {
-        if (this.state === 'lost') throw this.lostError();
-        if (await this.renew(text)) return;
-        if (performance.now() > deadline) throw new RunbookError('unreachable', `node ${this.options.node}: could not write the journal into the Lease for ${this.options.outageToleranceSeconds}s`);
-        await sleep(this.options.retryPeriodSeconds * 1000);
-      }
-    });
+    // A journal write is retried through an outage: it is what a resumed run or a rollback will trust.
+    await this.enqueue(() =>
+      pRetry(
+        async () => {
+          if (this.state === 'lost') throw new AbortError(this.lostError());
+          if (!(await this.renew(text))) throw new Error('the journal could not be written into the Lease');
+        },
+        { retries: Number.POSITIVE_INFINITY, factor: 1, minTimeout: this.options.retryPeriodSeconds * 1000, maxRetryTime: this.options.outageToleranceSeconds * 1000 },
+      ).catch((e) => {
+        if (e instanceof RunbookError) throw e;
+        throw new RunbookError('unreachable', `node ${this.options.node}: could not write the journal into the Lease for ${this.options.outageToleranceSeconds}s`);
+      }),
+    );
   }
 
   /** Gives the Lease up; the journal stays on it as the record of the last run. */
   async release(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.state !== 'held' && this.state !== 'suspended') return;
+    const lease = this.lease;
     await this.enqueue(async () => {
-      for (let attempt = 0; attempt < 5 && this.lease; attempt++) {
-        try {
-          await this.put({ ...this.lease, spec: { ...this.lease.spec, holderIdentity: null, acquireTime: null, renewTime: microTime() } });
-          break;
-        } catch (e) {
-          if (!isTransient(e)) break;
-          await sleep(this.options.retryPeriodSeconds * 1000);
-        }
+      // Left held if it cannot be written: a later run of this machine takes it over at once, others after its time.
+      if (lease) {
+        const free = { ...lease, spec: { ...lease.spec, holderIdentity: null, acquireTime: null, renewTime: microTime() } };
+        await pRetry(() => this.put(free), { retries: 4, minTimeout: this.options.retryPeriodSeconds * 1000, shouldRetry: ({ error }) => isTransient(error) }).catch(() => undefined);
       }
       this.state = 'idle';
     });

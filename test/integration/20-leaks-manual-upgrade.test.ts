@@ -1,35 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, deadReservations, kubectl, kubectlJson, pinnedDeployment, realNodeAudit, resetRealNode, sh, waitFor, waitForRunning, auditNode, sshFlags } from './bed.js';
+import { bed, deadReservations, waitForRunning, kubectl, kubectlJson, realNodeAudit, resetRealNode, sh, waitFor, auditNode, sshFlags, upgradeByHandLikeTheFieldReport } from './bed.js';
 
-// Field report 000: docker upgraded by hand (kubelet stopped, containers removed with docker rm -f, kubelet started
-// before the node has a PodCIDR). kubelet's teardown fails ("kubenet needs a PodCIDR to tear down pods"), cri-dockerd
-// drops the checkpoint anyway, and the host-local files stay.
+// Field report 000, reproduced on the real node (upgradeByHandLikeTheFieldReport): the IPs it leaks, found and freed.
 describe('leaks of a docker upgrade done by hand', () => {
   let leaked: string[] = [];
 
   beforeAll(async () => {
     await resetRealNode();
-    await pinnedDeployment('leaky', 10);
-    const logStart = (await sh('wc -l < /var/log/systemd-standin/kubelet.log')).trim();
-    await sh(`
-      systemctl stop kubelet
-      docker rm -f $(docker ps -aq --filter label=io.kubernetes.pod.uid) >/dev/null
-      systemctl restart docker cri-docker
-      bash testbed/ctl stop kube-controller-manager`);
-    // The node comes back without a PodCIDR while the controller manager is down.
-    await kubectl('delete', 'node', bed().realNode, '--wait=false');
-    await sh('sleep 2; systemctl start kubelet');
-    const failures = () => sh(`tail -n +${logStart} /var/log/systemd-standin/kubelet.log | grep -c "kubenet needs a PodCIDR to tear down pods" || true`);
-    await waitFor(async () => Number(await failures()) >= 10, 120_000, 'kubelet to fail its teardowns');
-    await sh('bash testbed/ctl start');
-    await waitFor(async () => Boolean((await kubectlJson('get', 'node', bed().realNode)).spec.podCIDR), 120_000, 'the node to get its PodCIDR');
-    // Statuses from before the restart still say Running with the old IPs: wait until each pod's IP is its new sandbox's.
-    await waitFor(async () => {
-      const pods = await waitForRunning('app=leaky', 10);
-      const owners = await sh(pods.map((p) => `echo "$(head -n1 /var/lib/cni/networks/kubenet/${p.status.podIP} 2>/dev/null | tr -d '\\r')"`).join('\n'));
-      const live = await sh('docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox');
-      return owners.split('\n').slice(0, pods.length).every((id) => id !== '' && live.includes(id));
-    }, 180_000, 'every leaky pod on a live sandbox');
+    await upgradeByHandLikeTheFieldReport('leaky', 10);
     leaked = await deadReservations();
   });
 

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, realNodeFingerprint, resetRealNode } from './bed.js';
 import { configureBedFleet, FLEET, fleetContainerd, newStack, onFleetHost, resetFleetHosts, type PulumiStack } from './pulumi.js';
@@ -118,5 +119,37 @@ describe('pulumi up with one node made to fail', () => {
     for (const node of FLEET) expect(await fleetContainerd(node)).toBe(bed().containerd.new);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     for (const node of FLEET) expect(outputs.nodes[node].audit.findings).toBe(0);
+  });
+});
+
+describe('pulumi preview with a bad fleet config', () => {
+  it('an SSH key set without --secret is refused before any node is touched, naming the fix and never the key', async () => {
+    const stack = await newStack('plainkey');
+    await configureBedFleet(stack, ['fleet-1'], 1);
+    const key = readFileSync(bed().sshKey, 'utf8');
+    await stack.run(['config', 'rm', '--config-file', stack.configFile, 'node-maint:sshKey']);
+    await stack.set('sshKey', key, false);
+    const preview = await stack.run(['preview'], { allowFailure: true });
+    expect(preview.code).not.toBe(0);
+    expect(preview.stdout + preview.stderr).toContain('config node-maint:sshKey: is in the stack file in plain text, not a secret; run `pulumi config rm node-maint:sshKey`');
+    expect(preview.stdout + preview.stderr).not.toContain(key.split('\n')[1]!);
+    expect(await kubectl('-n', 'kube-system', 'get', 'lease', 'node-maint-fleet-1', '--ignore-not-found')).toBe('');
+  });
+
+  it('a control-plane node in the fleet is refused unless allowControlPlane is set', async () => {
+    const stack = await newStack('controlplane');
+    await configureBedFleet(stack, ['fleet-1', 'fleet-2'], 2);
+    await kubectl('label', 'node', 'fleet-2', 'node-role.kubernetes.io/control-plane=', '--overwrite');
+    try {
+      const refused = await stack.run(['preview'], { allowFailure: true });
+      expect(refused.code).not.toBe(0);
+      expect(refused.stdout + refused.stderr).toContain('config node-maint:allowControlPlane: the fleet includes control-plane nodes (fleet-2: label node-role.kubernetes.io/control-plane)');
+      await stack.set('allowControlPlane', 'true');
+      const allowed = await stack.run(['preview']);
+      expect(allowed.code).toBe(0);
+      expect(allowed.stdout).toMatch(/\+ 3 to create/);
+    } finally {
+      await kubectl('label', 'node', 'fleet-2', 'node-role.kubernetes.io/control-plane-');
+    }
   });
 });

@@ -13,7 +13,8 @@ export interface Testbed {
   bedDockerHost: string;
   kubectl: string;
   pulumiDir: string;
-  containerd: { old: string; new: string };
+  /** faulty: the bed's +nmtest1, Debian's new version with fault hooks (testbed/packages/fault-hooks.sh). */
+  containerd: { old: string; new: string; faulty: string };
   realNode: string;
   nodes: Array<{ name: string; sshPort: number; container: string | null }>;
 }
@@ -86,7 +87,7 @@ export async function resetRealNode(version = bed().containerd.old): Promise<voi
     dpkg --configure -a >/dev/null 2>&1 || true
     if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${version} hi ' ]; then
       systemctl stop kubelet cri-docker docker containerd
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' >/dev/null
       apt-mark hold containerd docker.io >/dev/null
     fi
     systemctl start containerd docker cri-docker kubelet`);
@@ -198,3 +199,32 @@ export async function waitForRunning(selector: string, count: number): Promise<a
 }
 
 export const realNodeAudit = (extra: string[] = []) => auditNode([bed().realNode, '--output', 'json', ...extra, ...sshFlags(bed().realNode)]);
+
+/**
+ * Field report 000: docker upgraded by hand (kubelet stopped, containers removed with docker rm -f, kubelet started
+ * before the node has a PodCIDR). kubelet's teardown fails ("kubenet needs a PodCIDR to tear down pods"),
+ * cri-dockerd drops the checkpoint anyway, and the host-local files and CNI cache entries stay. Leaves `app` running.
+ */
+export async function upgradeByHandLikeTheFieldReport(app: string, replicas: number): Promise<void> {
+  await pinnedDeployment(app, replicas);
+  const logStart = (await sh('wc -l < /var/log/systemd-standin/kubelet.log')).trim();
+  await sh(`
+    systemctl stop kubelet
+    docker rm -f $(docker ps -aq --filter label=io.kubernetes.pod.uid) >/dev/null
+    systemctl restart docker cri-docker
+    bash testbed/ctl stop kube-controller-manager`);
+  // The node comes back without a PodCIDR while the controller manager is down.
+  await kubectl('delete', 'node', bed().realNode, '--wait=false');
+  await sh('sleep 2; systemctl start kubelet');
+  const failures = () => sh(`tail -n +${logStart} /var/log/systemd-standin/kubelet.log | grep -c "kubenet needs a PodCIDR to tear down pods" || true`);
+  await waitFor(async () => Number(await failures()) >= replicas, 120_000, 'kubelet to fail its teardowns');
+  await sh('bash testbed/ctl start');
+  await waitFor(async () => Boolean((await kubectlJson('get', 'node', bed().realNode)).spec.podCIDR), 120_000, 'the node to get its PodCIDR');
+  // Statuses from before the restart still say Running with the old IPs: wait until each pod's IP is its new sandbox's.
+  await waitFor(async () => {
+    const pods = await waitForRunning(`app=${app}`, replicas);
+    const owners = await sh(pods.map((p) => `echo "$(head -n1 /var/lib/cni/networks/kubenet/${p.status.podIP} 2>/dev/null | tr -d '\\r')"`).join('\n'));
+    const live = await sh('docker ps -q --no-trunc --filter label=io.kubernetes.docker.type=podsandbox');
+    return owners.split('\n').slice(0, pods.length).every((id) => id !== '' && live.includes(id));
+  }, 180_000, `every ${app} pod on a live sandbox`);
+}

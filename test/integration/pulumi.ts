@@ -90,7 +90,7 @@ export async function resetFleetHost(name: string): Promise<void> {
   await onFleetHost(name, `rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults
       dpkg --configure -a >/dev/null 2>&1 || true
       if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${b.containerd.old} ii ' ]; then
-        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confold containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
+        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades -o Dpkg::Options::=--force-confold containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
       fi
       systemctl start containerd kubelet`);
   await kubectl('uncordon', name);

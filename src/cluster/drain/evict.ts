@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry, { AbortError } from 'p-retry';
 import { ApiError, isNotFound, type Cluster } from '../api.js';
+import { waitUntil } from '../../wait.js';
 import { podKey } from '../pods.js';
 import type { List, Pod } from '../types.js';
 
@@ -89,7 +89,7 @@ export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions
 
 /**
  * Waits until none of these pods (by UID) is on the node. One list per poll for all of them, every pollMs, so a
- * deletion is noticed within a second.
+ * deletion is noticed within a second. Times out naming the pods still there.
  */
 export async function waitForPodsGone(
   cluster: Cluster,
@@ -100,19 +100,19 @@ export async function waitForPodsGone(
   const started = Date.now();
   const waiting = new Map(pods.map((p) => [p.metadata.uid!, p]));
   const selector = encodeURIComponent(`spec.nodeName=${node}`);
-  while (waiting.size > 0) {
-    const list = await cluster.get<List<Pod>>(`/api/v1/pods?fieldSelector=${selector}&limit=5000`);
-    const present = new Set(list.items.map((p) => p.metadata.uid));
-    for (const [uid, pod] of waiting) {
-      if (!present.has(uid)) {
-        waiting.delete(uid);
-        options.progress?.onGone?.(pod, Date.now() - started);
+  await waitUntil(
+    'the evicted pods to terminate',
+    async () => {
+      const list = await cluster.get<List<Pod>>(`/api/v1/pods?fieldSelector=${selector}&limit=5000`);
+      const present = new Set(list.items.map((p) => p.metadata.uid));
+      for (const [uid, pod] of waiting) {
+        if (!present.has(uid)) {
+          waiting.delete(uid);
+          options.progress?.onGone?.(pod, Date.now() - started);
+        }
       }
-    }
-    if (waiting.size === 0) return;
-    if (Date.now() >= options.deadline) {
-      throw new Error(`timed out waiting for ${[...waiting.values()].map(podKey).join(', ')} to terminate`);
-    }
-    await sleep(options.pollMs ?? 500);
-  }
+      return waiting.size === 0 ? true : [...waiting.values()].map(podKey).join(', ');
+    },
+    { timeoutMs: Math.max(0, options.deadline - Date.now()), intervalMs: options.pollMs ?? 500 },
+  );
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster } from '../../cluster/api.js';
 import { detectNetwork } from '../../node/cni/network-mode.js';
 import { detectFlavor } from '../../node/runtime/flavor.js';
@@ -29,7 +30,6 @@ export interface ReclaimResult {
   backupDir: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Audit twice, release what both observations call dead (printing the plan first), audit again; nothing when either audit was blind. */
 export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {

@@ -101,7 +101,8 @@ export function installScript(manager: PackageManager, versions: Record<string, 
   const pairs = Object.entries(versions);
   const log = `${LOG_DIR}/install-$(date +%s).log`;
   const head = ['set -u', `mkdir -p ${LOG_DIR}`, `log=${log}`, 'rc=0'];
-  const tail = ['tail -n 15 "$log" >&2', 'exit $rc'];
+  // On failure, what apt and dpkg said went wrong (a maintainer script's own words among it), not the log's tail.
+  const tail = ['[ $rc = 0 ] || grep -iE "^E:|^dpkg:|error|fail|refus" "$log" | grep -v "set on hold" | tail -n 5 >&2', `echo "log: $log" >&2`, 'exit $rc'];
   if (manager === 'apt') {
     const specs = pairs.map(([p, v]) => command(`${p}=${v}`)).join(' ');
     const lock = `-o DPkg::Lock::Timeout=${options.lockTimeoutSeconds}`;
@@ -109,7 +110,8 @@ export function installScript(manager: PackageManager, versions: Record<string, 
       ...head,
       'export DEBIAN_FRONTEND=noninteractive',
       `if ${DPKG_INTERRUPTED_SCRIPT} >/dev/null; then dpkg --force-confold --force-confdef --configure -a >>"$log" 2>&1 || true; fi`,
-      `apt-get install -y -q ${lock} --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
+      // --reinstall: a package a killed dpkg left half-installed at the very version wanted is otherwise "already there".
+      `apt-get install -y -q ${lock} --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
       ...(options.hold.length > 0 ? [`apt-mark hold ${options.hold.map((p) => command(p)).join(' ')} >>"$log" 2>&1 || [ $rc != 0 ] || rc=1`] : []),
       ...tail,
     ].join('\n');

@@ -72,7 +72,7 @@ export class CommandError extends Error {
   readonly result: ExecResult;
   constructor(target: string, script: string, result: ExecResult) {
     const firstLine = script.split('\n').find((l) => l.trim() !== '') ?? script;
-    const stderr = result.stderr.trim().split('\n').slice(-3).join(' | ');
+    const stderr = result.stderr.trim().split('\n').slice(-6).join(' | ');
     super(`command on ${target} exited ${result.code}: ${firstLine.trim().slice(0, 120)}${stderr ? ` (${stderr})` : ''}`);
     this.name = 'CommandError';
     this.result = result;

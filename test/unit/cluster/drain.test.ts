@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { budgetBlocks } from '../../../src/cluster/drain/budgets.js';
 import { classifyPods, DEFAULT_DRAIN_OPTIONS, refusalMessage } from '../../../src/cluster/drain/filters.js';
+import { graceOutlastsTimeout } from '../../../src/cluster/drain/plan.js';
+import { isControlPlane } from '../../../src/cluster/nodes.js';
 import { matchesSelector } from '../../../src/cluster/selector.js';
 import type { Pod, PodDisruptionBudget } from '../../../src/cluster/types.js';
 
@@ -66,5 +68,22 @@ describe('PodDisruptionBudget feasibility before cordon', () => {
     expect(matchesSelector({ matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] }, { tier: 'db' })).toBe(false);
     expect(matchesSelector({}, { any: 'thing' })).toBe(true);
     expect(matchesSelector(undefined, {})).toBe(false);
+  });
+});
+
+describe('what preflight refuses before the drain', () => {
+  const opts = { ...DEFAULT_DRAIN_OPTIONS, timeoutSeconds: 60 };
+  it('a pod whose grace period (its own, or --grace-period) is not shorter than the drain timeout', () => {
+    const slow = pod('db-1', {}, { terminationGracePeriodSeconds: 300 });
+    expect(graceOutlastsTimeout([pod('web-1'), slow], opts)).toEqual(['ns/db-1 (grace 300s)']);
+    expect(graceOutlastsTimeout([slow], { ...opts, gracePeriodSeconds: 10 })).toEqual([]);
+    expect(graceOutlastsTimeout([pod('web-1')], { ...opts, timeoutSeconds: 30 })).toEqual(['ns/web-1 (grace 30s)']);
+  });
+  it('knows a control-plane node by its role label or by the static pods it runs', () => {
+    const node = (labels: Record<string, string>) => ({ metadata: { name: 'n', labels }, spec: {} });
+    expect(isControlPlane(node({ 'node-role.kubernetes.io/control-plane': '' }), [])).toBe('label node-role.kubernetes.io/control-plane');
+    const etcd = pod('etcd-n', { labels: { component: 'etcd', tier: 'control-plane' }, annotations: { 'kubernetes.io/config.mirror': 'x' } });
+    expect(isControlPlane(node({}), [etcd])).toBe('static pods etcd-n');
+    expect(isControlPlane(node({}), [pod('web-1', { annotations: { 'kubernetes.io/config.mirror': 'x' } })])).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseFleetConfig } from '../../../src/fleet/config.js';
-import { planWaves } from '../../../src/fleet/waves.js';
+import { planFleetWaves, planWaves } from '../../../src/fleet/waves.js';
 
 // As the engine lists secret keys to the program: node-maint:sshKey when set with `pulumi config set --secret`.
 const SECRET = { secretKeys: ['node-maint:sshKey'] };
@@ -19,6 +19,7 @@ describe('fleet stack config', () => {
     const c = parseFleetConfig({ ...base, 'node-maint:ssh': '{"user":"maint","hosts":{"real-node":"127.0.0.1:2222"}}', 'aws:region': 'x' }, PLAIN);
     expect(c).toMatchObject({ nodes: ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'], maxUnavailable: 2, leaseNamespace: 'kube-system', ssh: { user: 'maint', port: 22, hosts: { 'real-node': '127.0.0.1:2222' } } });
     expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1 });
+    expect(c.allowControlPlane).toBe(false);
   });
 
   it.each([
@@ -31,6 +32,7 @@ describe('fleet stack config', () => {
     [{ 'node-maint:ssh': '{"port":70000}' }, /node-maint:ssh.port: must be 1-65535/],
     [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
+    [{ 'node-maint:allowControlPlane': '"yes"' }, /node-maint:allowControlPlane: must be true or false/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });
@@ -76,6 +78,8 @@ describe('waves', () => {
   it('never puts more than maxUnavailable nodes in one wave, in order', () => {
     expect(planWaves(['a', 'b', 'c', 'd', 'e'], 2)).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
     expect(planWaves(['a'], 3)).toEqual([['a']]);
+    // Control-plane nodes after every worker, one per wave.
+    expect(planFleetWaves(['w1', 'w2', 'w3'], ['cp1', 'cp2'], 2)).toEqual([['w1', 'w2'], ['w3'], ['cp1'], ['cp2']]);
     expect(() => planWaves(['a'], 0)).toThrow();
   });
 });

@@ -48,6 +48,8 @@ describe('the install script', () => {
   it('apt: changes held packages, holds them again whatever happens, waits for the lock, keeps config files, logs on the node', () => {
     const s = installScript('apt', { containerd: '1.6.20~ds1-1+deb12u3' }, { hold: ['containerd', 'docker.io'], lockTimeoutSeconds: 90 });
     expect(s).toContain('--allow-change-held-packages');
+    // A package half-installed at the wanted version (dpkg killed mid-unpack) is only repaired by a reinstall.
+    expect(s).toContain('--reinstall');
     expect(s).toContain('-o DPkg::Lock::Timeout=90');
     expect(s).toContain('--force-confold');
     expect(s).toMatch(/apt-get install .*'containerd=1\.6\.20~ds1-1\+deb12u3' >>"\$log" 2>&1 \|\| rc=\$\?\napt-mark hold containerd docker\.io/);

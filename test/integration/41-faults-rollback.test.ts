@@ -1,0 +1,95 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bed, kubectlJson, upgradeNode } from './bed.js';
+import { expectServing, lease, realNode, report, setFault, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+
+// Failures before the point of no return on the real node (cri-dockerd, kubenet, real apt, runtime packages held):
+// each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned.
+const t = realNode();
+const steps = (r: any) => Object.fromEntries(r.steps.map((s: any) => [s.name, s.status]));
+const undone = (r: any) => r.rollback.map((x: any) => [x.step, x.status]);
+// What the rollback of a run that failed in upgrade-runtime undoes, newest first.
+const UNDO_FROM_UPGRADE = ['upgrade-runtime', 'clear-state', 'teardown-sandboxes', 'stop-kubelet', 'drain', 'cordon'];
+
+describe('failures before the point of no return are rolled back', () => {
+  beforeAll(async () => {
+    await t.reset();
+  });
+  afterEach(async () => {
+    await t.reset();
+  });
+
+  it('the package install failing mid-unpack (preinst): the old version stays, held; exit 11', async () => {
+    await setFault(t, 'preinst-fail');
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.result).toBe('rolled-back');
+    expect(r.pointOfNoReturn).toBe(false);
+    expect(steps(r)['upgrade-runtime']).toBe('failed');
+    expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').error).toContain('preinst fails on purpose');
+    expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
+    expect(undone(r).every(([, status]: [string, string]) => status === 'done')).toBe(true);
+    await expectServing(t, bed().containerd.old);
+  });
+
+  it('the new version half-configured (postinst fails): the prior version is installed over it, held; exit 11', async () => {
+    await setFault(t, 'postinst-fail');
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toBe(`reinstalled containerd ${bed().containerd.old}`);
+    await expectServing(t, bed().containerd.old);
+  });
+
+  it('killed during its rollback: the same command finishes the rollback', async () => {
+    await setFault(t, 'postinst-fail');
+    await upgradeKilledAt(t, bed().containerd.faulty, 'rollback upgrade-runtime: start');
+    expect((await lease(t.name)).journal.status).toBe('rolling-back');
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.mode).toBe('rollback');
+    expect(result.stderr).toContain('rolling back the unfinished run on');
+    expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
+    expect((await lease(t.name)).journal.status).toBe('rolled-back');
+    await expectServing(t, bed().containerd.old);
+  });
+
+  it('kubelet failing to start after the upgrade: rolled back to the runtime it starts on', async () => {
+    await setFault(t, 'kubelet-refuses-containerd', bed().containerd.faulty);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(steps(r)['start-kubelet']).toBe('failed');
+    expect(undone(r).map(([s]: [string]) => s)).toEqual(['start-kubelet', ...UNDO_FROM_UPGRADE]);
+    await expectServing(t, bed().containerd.old);
+  });
+
+  it('the smoke pod getting no IP before uncordon (its range full): rolled back, never uncordoned on the new runtime', async () => {
+    const node = await kubectlJson('get', 'node', t.name);
+    const [base] = node.spec.podCIDR.split('/');
+    const prefix = base.split('.').slice(0, 3).join('.');
+    const fill = async () => {
+      // Every free address of the /25 reserved for a container that does not exist: host-local has none to give.
+      await t.sh(`cd /var/lib/cni/networks/kubenet && for i in $(seq 2 126); do [ -e ${prefix}.$i ] || printf 'filler\\r\\neth0' > ${prefix}.$i.fill; done; for f in *.fill; do mv "$f" "\${f%.fill}"; done`);
+    };
+    let filled = false;
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--smoke-timeout', '20s']), {
+      onStderr: (text) => {
+        if (!filled && text.includes(stepLine('prove-node'))) {
+          filled = true;
+          void fill();
+        }
+      },
+    });
+    await t.sh(`grep -l '^filler' /var/lib/cni/networks/kubenet/* | xargs -r rm -f`);
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.pointOfNoReturn).toBe(false);
+    expect(steps(r)['prove-node']).toBe('failed');
+    expect(steps(r).uncordon).toBe('not-run');
+    expect(r.steps.find((s: any) => s.name === 'prove-node').error).toMatch(/smoke pod .* to get a sandbox and an IP.*no IP addresses available/s);
+    expect(undone(r)[0]).toEqual(['prove-node', 'done']);
+    await expectServing(t, bed().containerd.old);
+  });
+});

@@ -1,0 +1,96 @@
+import { writeFileSync } from 'node:fs';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bed, kubectl, kubectlJson, upgradeNode, type CliResult } from './bed.js';
+import { expectServing, fleetHost, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
+
+// The node's Lease as a fence: one run per node, judged by our own clock (client-go's leader election), and a run
+// that loses it stops changing the node at once.
+const t = fleetHost('fleet-2');
+const LEASE = `node-maint-${t.name}`;
+const FOREIGN = 'node-maint/other-machine/4242/1';
+const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
+
+async function writeLease(holder: string | null, renewTime: string): Promise<void> {
+  const file = `/tmp/node-maint-lease-${process.pid}.json`;
+  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE, namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
+  await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
+}
+
+const patchLease = (spec: Record<string, unknown>) => kubectl('-n', 'kube-system', 'patch', 'lease', LEASE, '--type', 'merge', '-p', JSON.stringify({ spec }));
+const schedulable = async () => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
+
+describe('the Lease', () => {
+  beforeAll(async () => {
+    await t.reset();
+  });
+  afterEach(async () => {
+    await t.reset();
+  });
+
+  it('a second run on the node while the first holds the Lease: exit 9 at once, nothing changed; the first finishes', async () => {
+    let second: Promise<CliResult> | undefined;
+    const first = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
+      onStderr: (text) => {
+        if (!second && text.includes(stepLine('drain'))) second = upgradeNode(upgradeArgs(t, bed().containerd.new));
+      },
+    });
+    const other = await second!;
+    expect(other.code, other.stderr).toBe(9);
+    expect(other.stderr).toMatch(/is being maintained by node-maint\/[^/]+\/\d+\//);
+    expect(first.code, first.stderr).toBe(0);
+    await expectServing(t, bed().containerd.new);
+  });
+
+  it('a holder whose clock runs 60 s ahead and still renews: never taken over (exit 9), the node untouched', async () => {
+    const ahead = () => microTime(Date.now() + 60_000);
+    await writeLease(FOREIGN, ahead());
+    const renewing = setInterval(() => void patchLease({ renewTime: ahead() }).catch(() => undefined), 2_000);
+    const pid = await kubeletPid(t);
+    try {
+      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+      expect(result.code, result.stderr).toBe(9);
+      expect(report(result).error.message).toContain(`is being maintained by ${FOREIGN} (Lease kube-system/${LEASE} is being renewed)`);
+    } finally {
+      clearInterval(renewing);
+    }
+    expect(await schedulable()).toBe(true);
+    expect(await kubeletPid(t)).toBe(pid);
+    expect((await lease(t.name)).holder).toBe(FOREIGN);
+  });
+
+  it('a Lease left by a dead run elsewhere: waited out for a lease duration by our clock, then taken over', async () => {
+    await writeLease(FOREIGN, microTime(Date.now()));
+    const started = Date.now();
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`taking over the Lease from ${FOREIGN}, which stopped renewing it`);
+    expect(Date.now() - started).toBeGreaterThan(15_000);
+    await expectServing(t, bed().containerd.new);
+  });
+
+  it('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', async () => {
+    let stolen: Promise<unknown> | undefined;
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
+      onStderr: (text) => {
+        if (!stolen && text.includes(stepLine('drain'))) stolen = patchLease({ holderIdentity: FOREIGN });
+      },
+    });
+    await stolen;
+    expect(result.code, result.stderr).toBe(16);
+    const r = report(result);
+    expect(r.result).toBe('lease-lost');
+    expect(r.rollback).toEqual([]);
+    expect(r.steps.find((s: any) => s.name === 'stop-kubelet').status).toBe('not-run');
+    expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
+    const after = await lease(t.name);
+    expect(after.holder).toBe(FOREIGN);
+    expect(after.journal.status).toBe('running');
+
+    // The other run gives the Lease back without finishing: the journal is still this run's, and the same command ends it.
+    await patchLease({ holderIdentity: null });
+    const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again).mode).toBe('resume');
+    await expectServing(t, bed().containerd.new);
+  });
+});

@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bed, deadReservations, kubectl, realNodeAudit, sh, upgradeByHandLikeTheFieldReport, upgradeNode } from './bed.js';
+import { expectServing, realNode, report, upgradeArgs } from './faults.js';
+
+// Nothing cleared without a backup: after the field report's hand-done upgrade (leaked kubenet IPs with their CNI
+// cache entries), the runbook's teardown frees them by DEL replay; what it consumes is saved on the node first.
+const t = realNode();
+
+describe('the teardown backs up what it replays and removes', () => {
+  let leakedIps: string[] = [];
+  let cacheEntries: string[] = [];
+  let reservations: string[] = [];
+
+  beforeAll(async () => {
+    await t.reset();
+    await upgradeByHandLikeTheFieldReport('leaky-backup', 6);
+    leakedIps = await deadReservations();
+    const audit = JSON.parse((await realNodeAudit()).stdout);
+    cacheEntries = audit.findings.filter((f: any) => f.class === 'cni-cache-orphan').map((f: any) => f.evidence.file);
+    reservations = (await sh('ls /var/lib/cni/networks/kubenet | grep -E "^[0-9]"')).split('\n').filter(Boolean).map((f) => `/var/lib/cni/networks/kubenet/${f}`);
+  });
+
+  afterAll(async () => {
+    await kubectl('-n', 'demo', 'delete', 'deployment', 'leaky-backup', '--ignore-not-found');
+    await t.reset();
+  });
+
+  it('saves every cache entry it replays and every reservation, before the DELs; the node ends clean', async () => {
+    expect(leakedIps.length).toBeGreaterThanOrEqual(6);
+    expect(cacheEntries.length).toBeGreaterThanOrEqual(leakedIps.length);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(0);
+    const r = report(result);
+    const teardown = r.backups.find((b: string) => /\/teardown-\d+\.tgz$/.test(b));
+    expect(teardown, JSON.stringify(r.backups)).toBeDefined();
+    const replayed: string[] = r.steps.find((s: any) => s.name === 'teardown-sandboxes').detail.deletes.map((d: any) => d.entry);
+    for (const entry of cacheEntries) expect(replayed).toContain(entry);
+    const listed = await sh(`tar -tzf ${teardown}`);
+    for (const file of [...replayed, ...reservations]) expect(listed, file).toContain(file.slice(1));
+    await expectServing(t, bed().containerd.new);
+  });
+});
