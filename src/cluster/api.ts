@@ -38,6 +38,8 @@ interface Hooks {
   /** Runs before every write: the runbook's Lease fence. */
   beforeWrite?: () => Promise<void>;
   onRetry?: (message: string) => void;
+  /** Overrides the connection's outage tolerance (the run's --outage-tolerance). */
+  outageToleranceMs?: number;
 }
 
 /**
@@ -74,7 +76,7 @@ export class Cluster {
 
   /** The same cluster, with a fence before every write and a line for every retry. */
   withHooks(hooks: Hooks): Cluster {
-    return new Cluster(this.kc, this.timeoutMs, this.toleranceMs, { ...this.hooks, ...hooks });
+    return new Cluster(this.kc, this.timeoutMs, hooks.outageToleranceMs ?? this.toleranceMs, { ...this.hooks, ...hooks });
   }
 
   get server(): string {

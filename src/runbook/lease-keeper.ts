@@ -91,13 +91,13 @@ export class LeaseKeeper {
 
   /** Resolves while we hold the Lease; waits while it is suspended; throws `leaseLost` once someone else holds it. */
   async fence(): Promise<void> {
-    if (this.state === 'held' || this.state === 'idle') return;
+    if (this.current() === 'held' || this.state === 'idle') return;
     this.options.onLine?.('the Lease could not be renewed in time: no change to the node until it is renewed again');
     await waitUntil(
       'the Lease to be renewed',
       async () => {
         if (this.state === 'lost') throw this.lostError();
-        return this.state === 'held' || this.state === 'idle' ? true : 'suspended';
+        return this.current() === 'held' || this.state === 'idle' ? true : 'suspended';
       },
       { timeoutMs: this.options.outageToleranceSeconds * 1000, intervalMs: 250 },
     ).catch((e) => {
@@ -106,8 +106,10 @@ export class LeaseKeeper {
     });
   }
 
-  get held(): boolean {
-    return this.state === 'held' || this.state === 'suspended';
+  /** The state as of now: past the renew deadline the Lease is suspended, even while a renewal still hangs. */
+  private current(): State {
+    if (this.state === 'held' && performance.now() - this.lastRenewMs > this.options.renewDeadlineSeconds * 1000) this.state = 'suspended';
+    return this.state;
   }
 
   get isLost(): boolean {
@@ -161,7 +163,7 @@ export class LeaseKeeper {
       return true;
     } catch (e) {
       if (isConflict(e) || isNotFound(e)) return this.recheck();
-      if (this.state === 'held' && performance.now() - this.lastRenewMs > this.options.renewDeadlineSeconds * 1000) this.state = 'suspended';
+      this.current();
       return false;
     }
   }

@@ -26,9 +26,16 @@ export async function rollbackFromJournal(ctx: RunContext, steps: readonly Step[
       emit({ type: 'rollback', phase: 'skipped', step: name, summary });
       continue;
     }
+    if (!step.rollback) {
+      record.status = 'rolled-back';
+      report.rollback.push({ step: name, status: 'done', summary: step.undo });
+      emit({ type: 'rollback', phase: 'done', step: name, summary: step.undo });
+      await ctx.saveJournal();
+      continue;
+    }
     emit({ type: 'rollback', phase: 'start', step: name, summary: step.undo });
     try {
-      const summary = (step.rollback ? await step.rollback(ctx) : undefined) || (step.rollback ? 'rolled back' : `nothing to undo: ${step.undo}`);
+      const summary = (await step.rollback(ctx)) || 'rolled back';
       record.status = 'rolled-back';
       report.rollback.push({ step: name, status: 'done', summary });
       emit({ type: 'rollback', phase: 'done', step: name, summary });

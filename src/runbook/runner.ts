@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import pRetry from 'p-retry';
 import type { Cluster } from '../cluster/api.js';
 import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
 import { versionsOf } from '../node/state/index.js';
 import { ConnectionLostError, type Transport } from '../node/transport/types.js';
-import pRetry from 'p-retry';
 import { STEPS } from '../steps/index.js';
 import type { PreflightPlan } from '../steps/preflight.js';
 import type { VerifyPlan } from '../steps/verify.js';
@@ -43,7 +43,8 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
   const holder = holderIdentity();
   let currentStep = 'preflight';
   const line = (message: string) => emit({ type: 'progress', step: currentStep, message });
-  const keeper = new LeaseKeeper(input.cluster.withHooks({ onRetry: line }), {
+  const cluster = input.cluster.withHooks({ outageToleranceMs: options.outageToleranceSeconds * 1000 });
+  const keeper = new LeaseKeeper(cluster.withHooks({ onRetry: line }), {
     ...options.lease,
     namespace: options.leaseNamespace,
     node: options.node,
@@ -60,22 +61,22 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       throw new RunbookError('locked', `another run changed the journal of ${options.node} while this one was starting (now run ${seen?.runId ?? 'none'}, ${seen?.status ?? 'none'}); run again`);
     }
   };
-  if (!options.dryRun && mode !== 'run' && previous) await acquire();
+  if (!options.dryRun && mode && mode !== 'run') await acquire();
   let journal: Journal | undefined;
   let touched = false;
   try {
-    journal = mode === 'run' ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
-    const report = newReport(options, journal, mode, started);
+    journal = mode === 'run' || !mode ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
+    const report = newReport(options, journal, mode ?? 'rollback', started);
     const tracking: EventSink = (e) => {
       if (e.type === 'step' && e.phase === 'start') currentStep = e.step;
       emit(e);
     };
-    const ctx = makeContext({ options, cluster: input.cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep });
-    tracking({ type: 'run', phase: 'start', node: options.node, runId: journal.runId, dryRun: options.dryRun, resuming: mode !== 'run', mode });
-    if (mode === 'rollback' && !previous) {
+    const ctx = makeContext({ options, cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep });
+    tracking({ type: 'run', phase: 'start', node: options.node, runId: journal.runId, dryRun: options.dryRun, resuming: mode !== 'run', mode: mode ?? 'rollback' });
+    if (!mode) {
       report.result = 'nothing-to-do';
       report.exitCode = ExitCode.ok;
-      report.next = `no unfinished run on ${options.node} to roll back`;
+      report.next = `no unfinished run on ${options.node} to roll back${previous ? ` (the last one, ${previous.runId}, ${previous.status}): a finished run is never undone` : ''}`;
     } else if (mode === 'rollback') {
       touched = true;
       await finishRollback(ctx, report, tracking);
@@ -96,8 +97,9 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
   }
 }
 
-function decideMode(previous: Journal | undefined, options: RunOptions): Mode {
-  if (options.dryRun || !isUnfinished(previous)) return options.rollback ? 'rollback' : 'run';
+/** undefined: --rollback with no unfinished run, so nothing to do (a finished run is never undone). */
+function decideMode(previous: Journal | undefined, options: RunOptions): Mode | undefined {
+  if (options.dryRun || !isUnfinished(previous)) return options.rollback ? undefined : 'run';
   if (isRollingBack(previous)) return 'rollback';
   if (options.rollback) {
     if (previous.pointOfNoReturn) {
@@ -115,7 +117,8 @@ function decideMode(previous: Journal | undefined, options: RunOptions): Mode {
 async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, keeper: LeaseKeeper, acquire: () => Promise<void>): Promise<boolean> {
   const { journal, options } = ctx;
   const reports = new Map(report.steps.map((s) => [s.name, s]));
-  let journaled = false;
+  // A resumed run holds the Lease and its journal from the start: whatever happens, its journal is written back.
+  let journaled = ctx.resuming;
   try {
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
@@ -182,14 +185,17 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
     }
     return;
   }
+  const acted = Object.values(journal.steps).some((r) => r && r.status !== 'nothing-to-do');
   if (code === 'leaksFound') {
-    // Proof before uncordon failed on leaks: a downgrade would not free them, and pods must not land on them.
     report.result = 'leaks-found';
-    report.next = `${options.node} stays cordoned on the new runtime: release the leaks (audit-node ${options.node} --reclaim), then run the same command again to finish, or roll back with --rollback`;
+    // Proof before uncordon failed on leaks: a downgrade would not free them, and pods must not land on them.
+    report.next = acted
+      ? `${options.node} stays cordoned on the new runtime: release the leaks (audit-node ${options.node} --reclaim), then run the same command again to finish, or roll back with --rollback`
+      : `nothing was changed; release the leaks with audit-node ${options.node} --reclaim`;
     return;
   }
-  const acted = Object.values(journal.steps).some((r) => r && r.status !== 'nothing-to-do');
   if (!acted) {
+    if (code === 'couldNotAudit') report.result = 'could-not-audit';
     journal.status = 'failed';
     return;
   }

@@ -13,6 +13,18 @@ function holdDpkgLock(seconds: number): ChildProcess {
   return spawn('perl', ['-e', script], { stdio: 'ignore' });
 }
 
+/** A power cut in the middle of the unpack: the runbook, apt and dpkg all die at once. */
+async function killedDuringTheUnpack(version: string): Promise<void> {
+  await setFault(t, 'preinst-slow');
+  let killRun: (() => void) | undefined;
+  const run = upgradeNode(upgradeArgs(t, version), { onStderr: (_text, kill) => (killRun ??= kill) });
+  await waitFor(async () => existsSync(`${FAULTS_DIR}/preinst-started`), 300_000, 'the unpack to start');
+  killRun!();
+  await t.sh('pkill -KILL -x apt-get; pkill -KILL -x dpkg; true');
+  expect((await run).code).toBe(128);
+  await clearFault(t, 'preinst-slow');
+}
+
 const lockHeld = async (pid: number) => (await t.sh(`i=$(stat -c %i /var/lib/dpkg/lock-frontend); awk -v i=":$i" 'index($6, i) {print $5}' /proc/locks`)).includes(String(pid));
 
 describe('dpkg interrupted, locked, held', () => {
@@ -28,15 +40,7 @@ describe('dpkg interrupted, locked, held', () => {
 
   it('SIGKILL of the run and of dpkg itself during the unpack: the same command repairs dpkg and finishes', async () => {
     const version = bed().containerd.faulty;
-    await setFault(t, 'preinst-slow');
-    let killRun: (() => void) | undefined;
-    const run = upgradeNode(upgradeArgs(t, version), { onStderr: (_text, kill) => (killRun ??= kill) });
-    await waitFor(async () => existsSync(`${FAULTS_DIR}/preinst-started`), 300_000, 'the unpack to start');
-    // A power cut in the middle of the unpack: the runbook, apt and dpkg all die at once.
-    killRun!();
-    await t.sh('pkill -KILL -x apt-get; pkill -KILL -x dpkg; true');
-    expect((await run).code).toBe(128);
-    await clearFault(t, 'preinst-slow');
+    await killedDuringTheUnpack(version);
     expect(await containerdStatus(t)).not.toMatch(/ [hi]i $/);
 
     const again = await upgradeNode(upgradeArgs(t, version));
@@ -49,15 +53,7 @@ describe('dpkg interrupted, locked, held', () => {
   });
 
   it('the same kill, then --rollback: the half-installed package is reinstalled at its prior version, held', async () => {
-    const version = bed().containerd.faulty;
-    await setFault(t, 'preinst-slow');
-    let killRun: (() => void) | undefined;
-    const run = upgradeNode(upgradeArgs(t, version), { onStderr: (_text, kill) => (killRun ??= kill) });
-    await waitFor(async () => existsSync(`${FAULTS_DIR}/preinst-started`), 300_000, 'the unpack to start');
-    killRun!();
-    await t.sh('pkill -KILL -x apt-get; pkill -KILL -x dpkg; true');
-    await run;
-    await clearFault(t, 'preinst-slow');
+    await killedDuringTheUnpack(bed().containerd.faulty);
     // dpkg left the prior version half-installed: "already installed" to a plain apt-get install of that version.
     expect(await containerdStatus(t)).toMatch(new RegExp(`^${bed().containerd.old.replace(/[.+~]/g, '\\$&')} .H`));
 
@@ -95,5 +91,11 @@ describe('dpkg interrupted, locked, held', () => {
     expect(report(result).steps.find((s: any) => s.name === 'preflight').summary).toContain('held: containerd, docker.io (kept)');
     expect((await t.sh('apt-mark showhold')).split('\n').filter(Boolean).sort()).toEqual(['containerd', 'docker.io']);
     await expectServing(t, bed().containerd.new);
+    // A finished run is never undone: --rollback now finds nothing to roll back and changes nothing.
+    const before = await realNodeFingerprint();
+    const back = await upgradeNode([t.name, '--rollback', '--output', 'json', ...t.flags]);
+    expect(back.code, back.stderr).toBe(0);
+    expect(report(back).next).toMatch(/no unfinished run on real-node to roll back \(the last one, .+, completed\): a finished run is never undone/);
+    expect(await realNodeFingerprint()).toEqual(before);
   });
 });

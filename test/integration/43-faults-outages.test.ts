@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bed, upgradeNode } from './bed.js';
+import { bed, sh, upgradeNode, waitFor } from './bed.js';
 import { expectServing, lease, realNode, report, stepLine, upgradeArgs } from './faults.js';
 
 // The API or the SSH session gone for a while, mid-run, on the real node.
@@ -12,6 +12,13 @@ function freezeApiserver(ms: number): Promise<void> {
   const pid = apiserverPid();
   process.kill(pid, 'SIGSTOP');
   return new Promise((resolve) => setTimeout(() => (process.kill(pid, 'SIGCONT'), resolve()), ms));
+}
+
+/** The apiserver stopped (connections refused) for a while, then started again by the bed. */
+async function stopApiserver(ms: number): Promise<void> {
+  await sh('bash testbed/ctl stop kube-apiserver');
+  await new Promise((r) => setTimeout(r, ms));
+  await sh('bash testbed/ctl start');
 }
 
 /** Runs the upgrade and, when `line` appears, does `fault` (without waiting for it). */
@@ -34,6 +41,7 @@ describe('the API or the connection lost mid-run', () => {
     await t.reset();
   });
   afterEach(async () => {
+    await sh('bash testbed/ctl start');
     process.kill(apiserverPid(), 'SIGCONT');
     await t.reset();
   });
@@ -41,7 +49,8 @@ describe('the API or the connection lost mid-run', () => {
   it('the apiserver unreachable for 30 s during the drain: waited out, the upgrade finishes', async () => {
     const result = await upgradeWith(stepLine('drain'), () => freezeApiserver(30_000));
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toMatch(/the Kubernetes API did not answer .*retrying|the Lease could not be renewed in time/);
+    // Frozen past the renew deadline, the Lease was suspended, and renewed by a write conditional on our last one.
+    expect(result.stderr).toContain('the Lease is renewed again');
     expect(report(result).result).toBe('upgraded');
     await expectServing(t, bed().containerd.new);
   });
@@ -49,7 +58,6 @@ describe('the API or the connection lost mid-run', () => {
   it('the apiserver unreachable for 30 s during the upgrade: no change to the node until the Lease is renewed, then it finishes', async () => {
     const result = await upgradeWith(stepLine('upgrade-runtime'), () => freezeApiserver(30_000));
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain('no change to the node until it is renewed again');
     expect(result.stderr).toContain('the Lease is renewed again');
     await expectServing(t, bed().containerd.new);
   });
@@ -57,7 +65,8 @@ describe('the API or the connection lost mid-run', () => {
   it('the SSH session cut during the upgrade: the step is planned again on a new connection and finishes', async () => {
     const sshd = readFileSync('/run/node-maint-testbed/sshd.pid', 'utf8').trim();
     const cut = async () => {
-      await new Promise((r) => setTimeout(r, 1_500));
+      // While apt is at work on the node: the command in flight is the one whose connection goes.
+      await waitFor(async () => (await t.sh('pgrep -x apt-get || true')).trim() !== '', 60_000, 'apt-get to run');
       // The per-connection sshd processes (the master stays): what a dropped network does to the session.
       await t.sh(`pkill -KILL -P ${sshd}; true`);
     };
@@ -65,11 +74,14 @@ describe('the API or the connection lost mid-run', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain('planning the step again on a new connection');
     expect(report(result).result).toBe('upgraded');
+    expect(report(result).rollback).toEqual([]);
     await expectServing(t, bed().containerd.new);
   });
 
   it('an API failure in the check after uncordon: reported with exit 14 or 15, nothing downgraded; the same command finishes it', async () => {
-    const result = await upgradeWith(stepLine('verify'), () => freezeApiserver(45_000), ['--outage-tolerance', '10s']);
+    // Stopped, not frozen: connections are refused at once, and the outage stays under the controller-manager's 40 s
+    // node grace (past it, kwok's pods would be marked NotReady for good).
+    const result = await upgradeWith(stepLine('verify'), () => stopApiserver(20_000), ['--outage-tolerance', '8s']);
     expect([14, 15], result.stderr).toContain(result.code);
     const r = report(result);
     expect(r.pointOfNoReturn).toBe(true);

@@ -4,7 +4,7 @@ import { Cluster } from '../../src/cluster/api.js';
 import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
 import { auditNode, bed, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
-import { expectServing, fleetHost, lease, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { expectServing, fleetHost, lease, realNode, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
 
 // What preflight must find before anything changes (and again when a killed run resumes), and the checks that must
 // fail closed. On a fleet host: each refusal is exit 10 (or 8, 15) with the node untouched.
@@ -46,7 +46,7 @@ describe('preflight, before anything changes', () => {
   afterEach(async () => {
     await kubectl('-n', 'demo', 'delete', 'deployment,pdb', '-l', 'node-maint-test=preflight', '--ignore-not-found', '--wait=false');
     await kubectl('label', 'node', t.name, 'node-role.kubernetes.io/control-plane-', '--overwrite');
-    await t.sh('rm -f /var/lib/cni/results/ghost-net-*; [ -e /usr/local/bin/crictl.off ] && mv /usr/local/bin/crictl.off /usr/local/bin/crictl; systemctl start containerd; true');
+    await t.sh('rm -f /var/lib/cni/results/ghost-net-*; systemctl start containerd; true');
     await t.reset();
   });
   afterAll(async () => {
@@ -90,11 +90,17 @@ describe('preflight, before anything changes', () => {
   });
 
   it('no crictl on the node: refused (exit 10), since the runtime network could not be checked', async () => {
-    await t.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.off');
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
-    expect(result.code, result.stderr).toBe(10);
-    expect(report(result).error.message).toContain('has no crictl');
-    expect(await schedulable()).toBe(true);
+    // On the real node: a fleet host's crictl is bind-mounted and cannot be moved away.
+    const real = realNode();
+    await real.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.off');
+    try {
+      const result = await upgradeNode(upgradeArgs(real, bed().containerd.new));
+      expect(result.code, result.stderr).toBe(10);
+      expect(report(result).error.message).toContain('has no crictl');
+      expect(result.stderr).not.toContain(stepLine('cordon'));
+    } finally {
+      await real.sh('mv /usr/local/bin/crictl.off /usr/local/bin/crictl');
+    }
   });
 
   it('a control-plane node: refused without --allow-control-plane, planned with it', async () => {

@@ -87,7 +87,7 @@ export class SshTransport implements Transport {
       connection.client.exec(wrapped, (err, stream) => {
         if (err) {
           connection.lost = true;
-          return reject(new RunbookError('unreachable', `${this.target}: cannot start a command`, { cause: err }));
+          return reject(new ConnectionLostError(this.target, false, err));
         }
         const out: Buffer[] = [];
         const errOut: Buffer[] = [];
@@ -105,7 +105,7 @@ export class SshTransport implements Transport {
           clearTimeout(timer);
           if (code === undefined) {
             connection.lost = true;
-            return reject(new ConnectionLostError(this.target));
+            return reject(new ConnectionLostError(this.target, true));
           }
           if (timedOutOnNode(code, Date.now() - started, timeoutMs)) return reject(new CommandTimeoutError(this.target, timeoutMs, true));
           resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(errOut).toString('utf8') });

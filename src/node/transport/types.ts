@@ -39,10 +39,16 @@ export class CommandTimeoutError extends RunbookError {
   }
 }
 
-/** The connection to the node broke during a command, which goes on there to its end or its own timeout. */
+/** The connection to the node broke: before a command started, or during one (which goes on there to its end). */
 export class ConnectionLostError extends RunbookError {
-  constructor(target: string) {
-    super('unreachable', `${target}: the connection was lost during the command (it goes on on the node until it ends or times out)`);
+  constructor(target: string, started: boolean, cause?: unknown) {
+    super(
+      'unreachable',
+      started
+        ? `${target}: the connection was lost during the command (it goes on on the node until it ends or times out)`
+        : `${target}: the connection was lost before the command could start`,
+      { cause },
+    );
   }
 }
 
