@@ -49,7 +49,7 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
 
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
 const PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]{0,127}$/;
-// Debian (epoch:upstream-revision) and RPM (version-release) versions; both start with a digit after any epoch.
+// Debian versions (epoch:upstream-revision): a digit first after any epoch.
 const PACKAGE_VERSION = /^([0-9]+:)?[0-9][A-Za-z0-9.+~_^-]{0,127}$/;
 
 export function validateNodeName(node: string): string {
@@ -66,7 +66,7 @@ export function parseTargets(spec: string): Record<string, string> {
     const name = eq > 0 ? part.slice(0, eq).trim() : '';
     const version = eq > 0 ? part.slice(eq + 1).trim() : '';
     if (!PACKAGE_NAME.test(name)) throw usageError(`invalid package name ${JSON.stringify(name || part)} in --to (expected PACKAGE=VERSION)`);
-    if (!PACKAGE_VERSION.test(version)) throw usageError(`malformed version ${JSON.stringify(version)} for ${name}: expected a Debian or RPM version such as 1.6.20~ds1-1+deb12u3`);
+    if (!PACKAGE_VERSION.test(version)) throw usageError(`malformed version ${JSON.stringify(version)} for ${name}: expected a Debian version such as 1.6.20~ds1-1+deb12u3`);
     if (targets[name]) throw usageError(`${name} appears twice in --to`);
     targets[name] = version;
   }

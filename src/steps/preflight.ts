@@ -34,7 +34,7 @@ export const preflight: Step<PreflightPlan> = {
     const flavor = detectFlavor(state);
     const net = await ctx.network();
     if (flavor === 'unknown') throw refuse(`no container runtime found on ${options.node} (no cri-docker, docker or containerd unit)`);
-    if (!state.packageManager) throw refuse(`${options.node} has no apt, dnf or yum`);
+    if (!state.packageManager) throw refuse(`${options.node} has no apt-get and dpkg: only Debian and Ubuntu nodes are supported (RPM-based nodes are not)`);
     // A resumed run finds kubelet stopped and the node NotReady: that is our doing, not a reason to stop.
     if (!ctx.resuming && !isReady(node)) throw new RunbookError('nodeNotReady', `node ${options.node} is not Ready: ${readyMessage(node)}`);
     const controlPlane = isControlPlane(node, await listPodsOnNode(ctx.cluster, options.node));
@@ -96,7 +96,7 @@ function checkPackages(ctx: RunContext, state: NodeState): void {
 }
 
 async function checkAvailable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<void> {
-  const out = await run(ctx.transport, availableVersionsScript(state.packageManager!, changes.map(([p]) => p)));
+  const out = await run(ctx.transport, availableVersionsScript(changes.map(([p]) => p)));
   const available = parseAvailableVersions(out);
   const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
   if (unavailable.length > 0) {
@@ -106,7 +106,7 @@ async function checkAvailable(ctx: RunContext, state: NodeState, changes: Array<
 
 /** Another process's apt or dpkg (unattended-upgrades) is waited for, up to --lock-timeout, then refused. */
 async function waitForPackageLock(ctx: RunContext, state: NodeState): Promise<string[]> {
-  if (state.packageManager !== 'apt' || state.packageDb.lockHolders.length === 0) return [];
+  if (state.packageDb.lockHolders.length === 0) return [];
   const { options } = ctx;
   if (options.dryRun) return [`the dpkg lock is held by ${lockMessage(state.packageDb)}: the run would wait up to ${options.lockTimeoutSeconds}s for it`];
   try {

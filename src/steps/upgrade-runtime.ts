@@ -20,18 +20,16 @@ async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
 }
 
 /**
- * Stops the runtime, installs exact versions through the node's package manager (the operator's holds kept, the dpkg
+ * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
  * lock waited for up to --lock-timeout), starts it again.
  */
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[]): Promise<void> {
-  const state = await ctx.nodeState({ fresh: true });
-  const manager = state.packageManager!;
   const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
   const { lockTimeoutSeconds } = ctx.options;
   await run(ctx.transport, stopUnitsScript([...units].reverse()), { timeoutMs });
-  const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(manager, Object.keys(versions))));
-  if (Object.entries(versions).some(([p, v]) => !available.get(p)?.has(v))) await run(ctx.transport, refreshScript(manager, lockTimeoutSeconds), { timeoutMs });
-  await run(ctx.transport, installScript(manager, versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds }), { timeoutMs });
+  const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(Object.keys(versions))));
+  if (Object.entries(versions).some(([p, v]) => !available.get(p)?.has(v))) await run(ctx.transport, refreshScript(lockTimeoutSeconds), { timeoutMs });
+  await run(ctx.transport, installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds }), { timeoutMs });
   await run(ctx.transport, startUnitsScript(units), { timeoutMs });
 }
 

@@ -103,6 +103,19 @@ describe('preflight, before anything changes', () => {
     }
   });
 
+  it('a node without apt and dpkg (an RPM-based node): refused (exit 10), nothing changed', async () => {
+    await t.sh('mv /usr/bin/apt-get /usr/bin/apt-get.off');
+    try {
+      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+      expect(result.code, result.stderr).toBe(10);
+      expect(report(result).error.message).toContain('only Debian and Ubuntu nodes are supported');
+      expect(result.stderr).not.toContain(stepLine('cordon'));
+      expect(await schedulable()).toBe(true);
+    } finally {
+      await t.sh('mv /usr/bin/apt-get.off /usr/bin/apt-get');
+    }
+  });
+
   it('a control-plane node: refused without --allow-control-plane, planned with it', async () => {
     await kubectl('label', 'node', t.name, 'node-role.kubernetes.io/control-plane=', '--overwrite');
     const refused = await upgradeNode(upgradeArgs(t, bed().containerd.new));

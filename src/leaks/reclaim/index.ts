@@ -51,7 +51,7 @@ export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResul
   const backupDir = `/var/lib/node-maint/backups/reclaim-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   let outcomes: ReclaimOutcome[] = [];
   if (plan.replays.length + plan.reservations.length + plan.checkpoints.length + plan.netns.length + plan.containers.length > 0) {
-    const script = reclaimScript(plan, { flavor, binDir: detectNetwork(second.state, flavor).binDir, backupDir });
+    const script = reclaimScript(plan, { flavor, binDir: detectNetwork(second.state, flavor).binDir, backupDir, ipamRoots: second.state.ipamRoots });
     outcomes = parseReclaimOutput(await run(transport, script, { timeoutMs: 600_000 }));
   }
   const calico = plan.calico.length > 0 ? await releaseCalico(cluster, plan.calico) : [];

@@ -5,7 +5,7 @@ import type { ReclaimPlan } from './plan.js';
 
 // The node side of reclaim, in one script: back up, replay DELs, then delete what is still dead under host-local's
 // own flock, re-checking each file's owner inside the lock. Prints one "<verdict>\t<what>" line per item.
-export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavor; binDir: string; backupDir: string }): string {
+export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavor; binDir: string; backupDir: string; ipamRoots: string[] }): string {
   const exists = options.flavor === 'containerd'
     ? 'crictl inspectp "$1" >/dev/null 2>&1 || crictl inspect "$1" >/dev/null 2>&1'
     : 'docker inspect --type container "$1" >/dev/null 2>&1';
@@ -37,7 +37,7 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
     lines.push('flock -u 9', 'exec 9>&-');
   }
   for (const c of plan.checkpoints) {
-    const ipamHolds = `grep -rlsx -e ${quote(c.sandboxId)} -e ${quote(`${c.sandboxId}\r`)} /var/lib/cni/networks >/dev/null 2>&1`;
+    const ipamHolds = `grep -rlsx -e ${quote(c.sandboxId)} -e ${quote(`${c.sandboxId}\r`)} ${options.ipamRoots.map((r) => quote(r)).join(' ')} >/dev/null 2>&1`;
     lines.push(
       `f=${quote(c.path)}; id=${quote(c.sandboxId)}`,
       'if [ ! -f "$f" ]; then printf "gone\\t%s\\n" "$f"',

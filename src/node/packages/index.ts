@@ -1,23 +1,16 @@
 import { command } from '../transport/quote.js';
 import type { PackageDb, PackageRecord } from '../state/types.js';
 
-// The node's package manager: what versions are installed and available, and the script that installs exact ones.
-export type PackageManager = 'apt' | 'dnf' | 'yum';
+// The node's package manager (apt and dpkg: the only one tested; RPM nodes are refused in preflight): what versions
+// are installed and available, and the script that installs exact ones.
 
 /** Where install logs go on the node: apt's output is never streamed back, so a lost session cannot cut it off. */
 export const LOG_DIR = '/var/lib/node-maint/log';
 
-/**
- * Installed versions as `dnf list` and `apt-cache madison` print them: dpkg's own version with dpkg's status
- * abbreviation; rpm's with the epoch only when there is one (`1:1.6.20-1.el9`, `1.6.20-1.el9`).
- */
+/** Installed versions as dpkg records them (as `apt-cache madison` prints them), with dpkg's status abbreviation. */
 export function installedScript(packages: string[]): string {
   const names = packages.map((p) => command(p)).join(' ');
-  return `if command -v dpkg-query >/dev/null 2>&1; then
-  dpkg-query -W -f='\${Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n' ${names} 2>/dev/null
-elif command -v rpm >/dev/null 2>&1; then
-  rpm -q --qf '%{NAME}\\t%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\\tii \\n' ${names} 2>/dev/null | grep -v 'not installed'
-fi`;
+  return `command -v dpkg-query >/dev/null 2>&1 && dpkg-query -W -f='\${Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n' ${names} 2>/dev/null`;
 }
 
 /** Who holds dpkg's locks now, by /proc/locks (read-only: taking the lock to test it would race the holder). */
@@ -69,11 +62,8 @@ export function brokenPackages(db: PackageDb): string[] {
 export const lockMessage = (db: PackageDb) => db.lockHolders.map((h) => `PID ${h.pid} (${h.command || '?'})`).join(', ');
 
 /** A script that prints "<package>\t<version>" for every version the package sources offer. */
-export function availableVersionsScript(manager: PackageManager, packages: string[]): string {
-  if (manager === 'apt') {
-    return `for p in ${packages.map((p) => command(p)).join(' ')}; do apt-cache madison "$p" 2>/dev/null | awk -F'|' -v p="$p" '{gsub(/ /,"",$2); print p "\\t" $2}'; done`;
-  }
-  return `${manager} -q list --showduplicates ${packages.map((p) => command(p)).join(' ')} 2>/dev/null | awk 'NF==3 {n=$1; sub(/\\.[^.]*$/,"",n); print n "\\t" $2}'`;
+export function availableVersionsScript(packages: string[]): string {
+  return `for p in ${packages.map((p) => command(p)).join(' ')}; do apt-cache madison "$p" 2>/dev/null | awk -F'|' -v p="$p" '{gsub(/ /,"",$2); print p "\\t" $2}'; done`;
 }
 
 export function parseAvailableVersions(text: string): Map<string, Set<string>> {
@@ -97,35 +87,24 @@ export interface InstallOptions {
  * Installs exactly these versions (up or down), non-interactively, keeping the node's config files. Output goes to a
  * log on the node and only its tail comes back. An interrupted dpkg (a killed run of ours) is completed first.
  */
-export function installScript(manager: PackageManager, versions: Record<string, string>, options: InstallOptions): string {
-  const pairs = Object.entries(versions);
+export function installScript(versions: Record<string, string>, options: InstallOptions): string {
   const log = `${LOG_DIR}/install-$(date +%s).log`;
   const head = ['set -u', `mkdir -p ${LOG_DIR}`, `log=${log}`, 'rc=0'];
   // On failure, what apt and dpkg said went wrong (a maintainer script's own words among it), not the log's tail.
   const tail = ['[ $rc = 0 ] || grep -iE "^E:|^dpkg:|error|fail|refus" "$log" | grep -v "set on hold" | tail -n 5 >&2', `echo "log: $log" >&2`, 'exit $rc'];
-  if (manager === 'apt') {
-    const specs = pairs.map(([p, v]) => command(`${p}=${v}`)).join(' ');
-    const lock = `-o DPkg::Lock::Timeout=${options.lockTimeoutSeconds}`;
-    return [
-      ...head,
-      'export DEBIAN_FRONTEND=noninteractive',
-      `if ${DPKG_INTERRUPTED_SCRIPT} >/dev/null; then dpkg --force-confold --force-confdef --configure -a >>"$log" 2>&1 || true; fi`,
-      // --reinstall: a package a killed dpkg left half-installed at the very version wanted is otherwise "already there".
-      `apt-get install -y -q ${lock} --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
-      ...(options.hold.length > 0 ? [`apt-mark hold ${options.hold.map((p) => command(p)).join(' ')} >>"$log" 2>&1 || [ $rc != 0 ] || rc=1`] : []),
-      ...tail,
-    ].join('\n');
-  }
-  // dnf's install never goes down a version and downgrade never up: install, then downgrade what is still not there.
-  // Never --allowerasing: it would remove other packages without asking anyone.
-  const lines = pairs.map(([p, v]) => {
-    const spec = command(`${p}-${v}`);
-    const now = `"$(rpm -q --qf '%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}' ${command(p)} 2>/dev/null)"`;
-    return `${manager} -y install ${spec} >>"$log" 2>&1; [ ${now} = ${command(v)} ] || ${manager} -y downgrade ${spec} >>"$log" 2>&1 || rc=$?`;
-  });
-  return [...head, ...lines, ...tail].join('\n');
+  const specs = Object.entries(versions).map(([p, v]) => command(`${p}=${v}`)).join(' ');
+  const lock = `-o DPkg::Lock::Timeout=${options.lockTimeoutSeconds}`;
+  return [
+    ...head,
+    'export DEBIAN_FRONTEND=noninteractive',
+    `if ${DPKG_INTERRUPTED_SCRIPT} >/dev/null; then dpkg --force-confold --force-confdef --configure -a >>"$log" 2>&1 || true; fi`,
+    // --reinstall: a package a killed dpkg left half-installed at the very version wanted is otherwise "already there".
+    `apt-get install -y -q ${lock} --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
+    ...(options.hold.length > 0 ? [`apt-mark hold ${options.hold.map((p) => command(p)).join(' ')} >>"$log" 2>&1 || [ $rc != 0 ] || rc=1`] : []),
+    ...tail,
+  ].join('\n');
 }
 
-export function refreshScript(manager: PackageManager, lockTimeoutSeconds: number): string {
-  return manager === 'apt' ? `apt-get update -q -o DPkg::Lock::Timeout=${lockTimeoutSeconds} >/dev/null` : `${manager} -q makecache >/dev/null`;
+export function refreshScript(lockTimeoutSeconds: number): string {
+  return `apt-get update -q -o DPkg::Lock::Timeout=${lockTimeoutSeconds} >/dev/null`;
 }

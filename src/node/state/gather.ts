@@ -3,6 +3,7 @@
 import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
 
 export const STATE_DIRS = {
+  /** host-local's default dataDir; a network's own `ipam.dataDir` (kindnetd: /run/cni-ipam-state) is read too. */
   ipam: '/var/lib/cni/networks',
   cniCaches: ['/var/lib/cni/cache/results', '/var/lib/cni/results'],
   checkpoints: { 'cri-dockerd': '/var/lib/cri-dockerd/sandbox', dockershim: '/var/lib/dockershim/sandbox' },
@@ -39,7 +40,7 @@ sec meta
 sec os-release
 cat /etc/os-release 2>/dev/null | body
 sec tools
-for t in apt-get dnf yum dpkg-query rpm docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done | body
+for t in apt-get dpkg-query docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done | body
 sec packages
 ${installedScript(PACKAGES)} | body
 sec dpkg-locks
@@ -57,9 +58,14 @@ df -Pk / /var/lib /var/cache 2>/dev/null | body
 sec cni-bin
 for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done | body
 files ${STATE_DIRS.cniConf}
+# host-local keeps reservations under <dataDir>/<network>: the default, and every dataDir the CNI configs name.
+sec ipam-roots
+ipam_roots=$({ echo ${STATE_DIRS.ipam}; grep -rhoE '"dataDir"[[:space:]]*:[[:space:]]*"[^"]+"' ${STATE_DIRS.cniConf} 2>/dev/null \
+  | sed -E 's/.*"([^"]+)"$/\\1/' | grep -E '^/[A-Za-z0-9._/-]+$' | sed 's:/*$::'; } | sort -u)
+echo "$ipam_roots" | body
 # The three big parts (IPAM, caches and checkpoints, the runtime) run side by side; their output is joined in order.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-{ for d in ${STATE_DIRS.ipam}/*/; do [ -d "$d" ] && files "\${d%/}"; done; } > "$tmp/ipam" &
+{ for r in $ipam_roots; do for d in "$r"/*/; do [ -d "$d" ] && files "\${d%/}"; done; done; } > "$tmp/ipam" &
 {
 ${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
   files ${STATE_DIRS.checkpoints['cri-dockerd']}

@@ -70,7 +70,7 @@ export function parseNodeState(output: string): NodeState {
     uid: Number(meta.get('uid') ?? -1),
     os: { id: os.get('ID') ?? '', versionId: os.get('VERSION_ID') ?? '', prettyName: os.get('PRETTY_NAME') ?? '' },
     tools,
-    packageManager: tools.has('apt-get') ? 'apt' : tools.has('dnf') ? 'dnf' : tools.has('yum') ? 'yum' : null,
+    packageManager: tools.has('apt-get') && tools.has('dpkg-query') ? 'apt' : null,
     packages: {},
     packageDb: { records: {}, interrupted: false, lockHolders: [] },
     services: {},
@@ -78,6 +78,7 @@ export function parseNodeState(output: string): NodeState {
     diskFreeBytes: {},
     cniBinDirs: one('cni-bin')?.lines ?? [],
     cniConfFiles: [],
+    ipamRoots: [],
     ipam: [],
     cniCache: [],
     checkpoints: [],
@@ -110,6 +111,7 @@ export function parseNodeState(output: string): NodeState {
     const cols = line.split(/\s+/);
     if (cols.length >= 6) state.diskFreeBytes[cols[5]!] = Number(cols[3]) * 1024;
   }
+  state.ipamRoots = one('ipam-roots')?.lines.filter((l) => l !== '') ?? [STATE_DIRS.ipam];
   for (const section of sections.filter((s) => s.name === 'dir')) {
     addDirectory(state, section.arg, dirFiles(section));
   }
@@ -131,7 +133,7 @@ export function parseNodeState(output: string): NodeState {
 function addDirectory(state: NodeState, dir: string, files: StateFile[]): void {
   if (dir === STATE_DIRS.cniConf) {
     state.cniConfFiles = files;
-  } else if (dir.startsWith(`${STATE_DIRS.ipam}/`)) {
+  } else if (state.ipamRoots.includes(dir.slice(0, dir.lastIndexOf('/')))) {
     const network = basename(dir);
     const ipam: IpamDirectory = { network, path: dir, reservations: [], lastReserved: {} };
     for (const f of files) {

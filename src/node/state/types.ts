@@ -88,7 +88,7 @@ export interface RuntimeContainer {
   name: string;
 }
 
-/** A package as dpkg (or rpm) records it. */
+/** A package as dpkg records it. */
 export interface PackageRecord {
   version: string;
   /** dpkg's selection is hold (apt-mark hold): kept through our installs and rollbacks. */
@@ -112,7 +112,7 @@ export interface NodeState {
   uid: number;
   os: { id: string; versionId: string; prettyName: string };
   tools: Set<string>;
-  packageManager: 'apt' | 'dnf' | 'yum' | null;
+  packageManager: 'apt' | null;
   /** Installed package versions by name: cleanly installed ones only (a half-installed package is not here). */
   packages: Record<string, string>;
   packageDb: PackageDb;
@@ -122,6 +122,8 @@ export interface NodeState {
   diskFreeBytes: Record<string, number>;
   cniBinDirs: string[];
   cniConfFiles: StateFile[];
+  /** Where host-local keeps reservations: its default dataDir and each one a CNI config names. */
+  ipamRoots: string[];
   ipam: IpamDirectory[];
   cniCache: CniCacheEntry[];
   checkpoints: SandboxCheckpoint[];

@@ -19,6 +19,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     diskFreeBytes: {},
     cniBinDirs: [],
     cniConfFiles: [],
+    ipamRoots: ['/var/lib/cni/networks'],
     ipam: [],
     cniCache: [],
     checkpoints: [],

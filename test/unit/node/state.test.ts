@@ -42,6 +42,21 @@ describe('parseNodeState on a containerd fleet host', () => {
   });
 });
 
+describe('parseNodeState where a network keeps host-local state elsewhere (kindnetd: dataDir /run/cni-ipam-state)', () => {
+  it('reads reservations under every dataDir the configs name, and only there', () => {
+    const id = 'a'.repeat(64);
+    const state = parseNodeState([
+      '@@ipam-roots', '|/run/cni-ipam-state', '|/var/lib/cni/networks',
+      '@@dir /run/cni-ipam-state/kindnet', '|10.244.1.7\t66\t1700000000', '@@file /run/cni-ipam-state/kindnet/10.244.1.7', `|${id}`, '|eth0',
+      '@@dir /run/elsewhere/kindnet', '|10.244.1.8\t66\t1700000000', '@@file /run/elsewhere/kindnet/10.244.1.8', `|${id}`, '|eth0',
+      '@@end', '',
+    ].join('\n'));
+    expect(state.ipamRoots).toEqual(['/run/cni-ipam-state', '/var/lib/cni/networks']);
+    expect(state.ipam.map((d) => d.path)).toEqual(['/run/cni-ipam-state/kindnet']);
+    expect(state.ipam[0]!.reservations[0]).toMatchObject({ network: 'kindnet', ip: '10.244.1.7', containerId: id });
+  });
+});
+
 describe('splitSections', () => {
   it('keeps file blocks with their directory and refuses truncated output', () => {
     const s = splitSections('@@dir /x\n|a\t1\t2\n@@file /x/a\n|line1\n|line2\n@@end\n');

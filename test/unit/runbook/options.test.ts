@@ -4,12 +4,12 @@ import { DEFAULT_RUN_OPTIONS, parseTargets, validateNodeName, validateRunOptions
 import { parseSystemctlShow } from '../../../src/node/service.js';
 
 describe('input validation', () => {
-  it('parses --to with Debian and RPM versions', () => {
+  it('parses --to with Debian versions, with and without an epoch', () => {
     expect(parseTargets('containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6')).toEqual({
       containerd: '1.6.20~ds1-1+deb12u3',
       'docker.io': '20.10.24+dfsg1-1+deb12u1+b6',
     });
-    expect(parseTargets('containerd.io=1:1.7.27-3.1.el9')).toEqual({ 'containerd.io': '1:1.7.27-3.1.el9' });
+    expect(parseTargets('docker-ce=5:27.3.1-1~debian.12~bookworm')).toEqual({ 'docker-ce': '5:27.3.1-1~debian.12~bookworm' });
   });
   it.each(['containerd', 'containerd=', 'containerd=latest', 'containerd=1.6;rm -rf /', 'containerd=$(id)', 'Containerd=1.0', 'a=1,a=2'])('refuses %j', (spec) => {
     expect(() => parseTargets(spec)).toThrow();

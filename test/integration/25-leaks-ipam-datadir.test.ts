@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditNode } from './bed.js';
+import { fleetHost } from './faults.js';
+
+// kindnetd's host-local keeps its reservations in /run/cni-ipam-state (its conflist's ipam.dataDir), not in
+// /var/lib/cni/networks: the audit must read the dataDir each network config names. On a fleet host, a second
+// network configured as kindnetd configures it, with a reservation whose container never existed.
+const t = fleetHost('fleet-1');
+const DEAD_ID = 'de'.repeat(32);
+const LEAK = '/run/cni-ipam-state/kindnet/10.99.0.5';
+const CONFLIST = '/etc/cni/net.d/20-kindnet.conflist';
+const conflist = JSON.stringify({
+  cniVersion: '0.3.1',
+  name: 'kindnet',
+  plugins: [{ type: 'ptp', ipMasq: false, ipam: { type: 'host-local', dataDir: '/run/cni-ipam-state', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
+});
+const audit = (extra: string[] = []) => auditNode([t.name, '--output', 'json', ...t.flags, ...extra]);
+
+describe('host-local state kept where the network config says (dataDir)', () => {
+  beforeAll(async () => {
+    await t.sh(`printf '%s' '${conflist}' > ${CONFLIST} && mkdir -p /run/cni-ipam-state/kindnet && printf '${DEAD_ID}\\r\\neth0' > ${LEAK}`);
+  });
+  afterAll(async () => {
+    await t.sh(`rm -rf ${CONFLIST} /run/cni-ipam-state/kindnet`);
+  });
+
+  it('finds the leaked reservation under /run/cni-ipam-state, with its range counted from that network\'s config', async () => {
+    const result = await audit();
+    expect(result.code, result.stderr).toBe(13);
+    const report = JSON.parse(result.stdout);
+    expect(report.findings.filter((f: any) => f.class === 'ip-reservation-leaked').map((f: any) => f.evidence.file)).toEqual([LEAK]);
+    expect(report.ranges.find((r: any) => r.network === 'kindnet')).toMatchObject({ cidr: '10.99.0.0/24', allocated: 1, leaked: 1 });
+  });
+
+  it('reclaim frees it (backed up first), and the node audits clean', async () => {
+    const result = await audit(['--reclaim', '--grace', '0', '--interval', '1']);
+    expect(result.code, result.stderr).toBe(0);
+    const outcome = JSON.parse(result.stdout);
+    expect(outcome.outcomes).toContainEqual(expect.objectContaining({ verdict: 'freed', target: LEAK }));
+    expect(outcome.after.findings).toEqual([]);
+    expect(await t.sh(`test -e ${LEAK} && echo present || echo gone`)).toContain('gone');
+    expect(await t.sh(`tr -d '\\r' < ${outcome.backupDir}${LEAK}`)).toBe(`${DEAD_ID}\neth0`);
+  });
+});
