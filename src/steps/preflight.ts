@@ -5,6 +5,7 @@ import { listPodsOnNode } from '../cluster/pods.js';
 import type { List, PodDisruptionBudget } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
+import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
 import { detectFlavor, runtimeUnits } from '../node/runtime/flavor.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
@@ -46,7 +47,10 @@ export const preflight: Step<PreflightPlan> = {
     const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;
     if (varFree < options.minFreeBytes) throw refuse(`${options.node} has ${Math.round(varFree / 2 ** 20)} MiB free under /var, less than ${Math.round(options.minFreeBytes / 2 ** 20)} MiB`);
     const changes = Object.entries(options.targets).filter(([p, v]) => state.packages[p] !== v);
-    if (changes.length > 0 && pending('upgrade-runtime')) await checkAvailable(ctx, state, changes);
+    if (changes.length > 0 && pending('upgrade-runtime')) {
+      await checkAvailable(ctx, state, changes);
+      await checkRunsFromPackages(ctx, changes.map(([p]) => p));
+    }
     const prior: PriorState = journal.prior ?? {
       unschedulable: node.spec.unschedulable === true,
       kubeletActive: state.services.kubelet?.active === true,
@@ -93,6 +97,12 @@ function checkPackages(ctx: RunContext, state: NodeState): void {
   if (!ours && (broken.length > 0 || db.interrupted)) {
     throw refuse(`dpkg on ${options.node} is not in a sound state (${[...(db.interrupted ? ['an interrupted dpkg run'] : []), ...broken].join(', ')}), and not by this tool: look at it, run \`dpkg --configure -a\` on the node, then run again`);
   }
+}
+
+/** Each package to change provides the daemon that runs now: else the upgrade would change a file nothing runs. */
+async function checkRunsFromPackages(ctx: RunContext, packages: string[]): Promise<void> {
+  const problems = notRunningFromPackage(packages, await runningBinaries(ctx.transport, packages));
+  if (problems.length > 0) throw refuse(`${problems.join('; ')} (on ${ctx.options.node})`);
 }
 
 async function checkAvailable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<void> {

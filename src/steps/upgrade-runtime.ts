@@ -1,4 +1,5 @@
 import { availableVersionsScript, installScript, parseAvailableVersions, refreshScript } from '../node/packages/index.js';
+import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
 import { runtimeUnits } from '../node/runtime/flavor.js';
 import { versionsOf } from '../node/state/index.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
@@ -23,6 +24,12 @@ async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
  * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
  * lock waited for up to --lock-timeout), starts it again.
  */
+/** What dpkg cannot tell: each target's daemon runs the new file and reports the target version. */
+async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>): Promise<void> {
+  const problems = notAtTarget(targets, await runningBinaries(ctx.transport, Object.keys(targets)));
+  if (problems.length > 0) throw new Error(`the runtime does not run the installed version: ${problems.join('; ')}`);
+}
+
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[]): Promise<void> {
   const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
   const { lockTimeoutSeconds } = ctx.options;
@@ -68,6 +75,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`).join(', ')}`);
     const down = await downUnits(ctx, plan.units);
     if (down.length > 0) throw new Error(`runtime units not running after the upgrade: ${down.join(', ')}`);
+    await runtimeAtTargets(ctx, ctx.options.targets);
   },
   async rollback(ctx) {
     const prior = ctx.journal.prior!;
@@ -79,6 +87,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
       const now = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(back));
       const wrong = Object.entries(back).filter(([p, v]) => now[p] !== v);
       if (wrong.length > 0) throw new Error(`could not reinstall ${wrong.map(([p, v]) => `${p} ${v} (now ${now[p] || 'not cleanly installed'})`).join(', ')}`);
+      await runtimeAtTargets(ctx, back);
       return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}`;
     }
     await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });

@@ -116,6 +116,19 @@ describe('preflight, before anything changes', () => {
     }
   });
 
+  it('a containerd that runs from a file no package owns (as kind runs /usr/local/bin/containerd): refused, nothing changed', async () => {
+    const unit = '/etc/systemd-standin/containerd.service';
+    await t.sh(`systemctl stop containerd && cp /usr/bin/containerd /usr/local/bin/containerd && cp ${unit} ${unit}.orig && sed -i 's:/usr/bin/containerd:/usr/local/bin/containerd:' ${unit} && systemctl start containerd`);
+    try {
+      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+      expect(result.code, result.stderr).toBe(10);
+      expect(report(result).error.message).toContain('upgrading containerd would not change the running containerd: it runs /usr/local/bin/containerd, which no package owns');
+      expect(result.stderr).not.toContain(stepLine('cordon'));
+    } finally {
+      await t.sh(`systemctl stop containerd; mv ${unit}.orig ${unit}; rm -f /usr/local/bin/containerd; systemctl start containerd`);
+    }
+  });
+
   it('a control-plane node: refused without --allow-control-plane, planned with it', async () => {
     await kubectl('label', 'node', t.name, 'node-role.kubernetes.io/control-plane=', '--overwrite');
     const refused = await upgradeNode(upgradeArgs(t, bed().containerd.new));

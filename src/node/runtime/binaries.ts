@@ -1,0 +1,81 @@
+import { command } from '../transport/quote.js';
+import { run, type Transport } from '../transport/index.js';
+
+// The binary each runtime unit really runs. The package to upgrade must own it (kind runs /usr/local/bin/containerd,
+// which no package upgrade touches), and after the upgrade it must be the new file reporting the target version
+// (a daemon not restarted still runs the old, deleted binary while dpkg already says "upgraded").
+
+/** The unit whose daemon a runtime package ships. Packages without a daemon (runc) are not checked. */
+export const DAEMON_UNITS: Record<string, string> = {
+  containerd: 'containerd',
+  'containerd.io': 'containerd',
+  'docker.io': 'docker',
+  'docker-ce': 'docker',
+  'cri-dockerd': 'cri-docker',
+};
+
+export interface RunningBinary {
+  unit: string;
+  pid: number;
+  exe: string;
+  /** The file was replaced on disk since the daemon started (/proc/PID/exe reads "... (deleted)"). */
+  replaced: boolean;
+  owners: string[];
+  /** The first line of `<exe> --version`. */
+  version: string;
+}
+
+/** The running binaries of the daemons these packages ship, by unit (none for packages without a daemon). */
+export async function runningBinaries(transport: Transport, packages: string[]): Promise<Map<string, RunningBinary>> {
+  const units = [...new Set(packages.flatMap((p) => (DAEMON_UNITS[p] ? [DAEMON_UNITS[p]] : [])))];
+  return units.length === 0 ? new Map() : parseRunningBinaries(await run(transport, runningBinariesScript(units)));
+}
+
+/** One line per running unit: unit, MainPID, /proc/PID/exe, the packages owning that file, its --version. */
+export function runningBinariesScript(units: string[]): string {
+  return `for u in ${units.map((u) => command(u)).join(' ')}; do
+  pid=$(systemctl show -p MainPID "$u" 2>/dev/null | sed -n 's/^MainPID=//p')
+  [ "\${pid:-0}" -gt 0 ] 2>/dev/null || continue
+  exe=$(readlink "/proc/$pid/exe") || continue
+  bin=\${exe% (deleted)}
+  owners=$(dpkg -S "$bin" 2>/dev/null | grep -v '^diversion' | sed 's/: .*//; s/:[a-z0-9]*//g; s/ //g' | paste -sd, -)
+  printf '%s\\t%s\\t%s\\t%s\\t%s\\n' "$u" "$pid" "$exe" "$owners" "$("$bin" --version 2>&1 | head -n1)"
+done`;
+}
+
+export function parseRunningBinaries(text: string): Map<string, RunningBinary> {
+  const found = new Map<string, RunningBinary>();
+  for (const line of text.split('\n')) {
+    const [unit, pid, exe = '', owners = '', version = ''] = line.split('\t');
+    if (!unit || !(Number(pid) > 0)) continue;
+    const replaced = exe.endsWith(' (deleted)');
+    found.set(unit, { unit, pid: Number(pid), exe: replaced ? exe.slice(0, -' (deleted)'.length) : exe, replaced, owners: owners.split(',').filter(Boolean), version });
+  }
+  return found;
+}
+
+/** Debian's upstream part of a version: no epoch, no revision ("1:1.6.20~ds1-1+deb12u3" -> "1.6.20~ds1"). */
+export const upstreamVersion = (version: string) => version.replace(/^\d+:/, '').replace(/-[^-]*$/, '');
+
+/** Packages whose running daemon they do not provide, each said in one sentence (preflight refuses them). */
+export function notRunningFromPackage(targets: string[], running: Map<string, RunningBinary>): string[] {
+  return targets.flatMap((p) => {
+    const b = running.get(DAEMON_UNITS[p] ?? '');
+    if (!b || b.owners.includes(p)) return [];
+    return [`upgrading ${p} would not change the running ${b.unit}: it runs ${b.exe}, ${b.owners.length > 0 ? `which belongs to ${b.owners.join(', ')}` : 'which no package owns'}`];
+  });
+}
+
+/** After an install: each target's daemon runs the package's current file and reports the target version. */
+export function notAtTarget(targets: Record<string, string>, running: Map<string, RunningBinary>): string[] {
+  return Object.entries(targets).flatMap(([p, v]) => {
+    const unit = DAEMON_UNITS[p];
+    if (!unit) return [];
+    const b = running.get(unit);
+    if (!b) return [`${unit} (of ${p}) is not running`];
+    if (b.replaced) return [`${unit} still runs the ${b.exe} it started with, which the install replaced (not restarted)`];
+    if (!b.owners.includes(p)) return [`${unit} runs ${b.exe}, which ${p} does not own`];
+    if (!b.version.includes(upstreamVersion(v))) return [`${unit} reports "${b.version}", not ${upstreamVersion(v)} (${p} ${v})`];
+    return [];
+  });
+}
