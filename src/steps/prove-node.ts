@@ -1,6 +1,7 @@
 import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
 import { liveness } from '../leaks/liveness.js';
 import { canonicalIp } from '../node/cni/host-local.js';
+import { criDockerdCommandLine, flagValue, kubeletCommandLine } from '../node/state/command-lines.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
@@ -11,13 +12,9 @@ export interface ProvePlan extends StepPlan {
   smokePod: string;
 }
 
-const flag = (cmdline: string, name: string) => new RegExp(`--${name}[= ](\\S+)`).exec(cmdline)?.[1];
-
 /** The image the node's runtime uses for sandboxes (so it is there without a pull): flag, runtime config, default. */
 async function sandboxImage(ctx: RunContext, state: NodeState): Promise<string> {
-  const criDockerd = state.services['cri-docker']?.execStart || state.processes['cri-dockerd'] || '';
-  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
-  const fromFlag = flag(criDockerd, 'pod-infra-container-image') ?? flag(kubelet, 'pod-infra-container-image');
+  const fromFlag = flagValue(criDockerdCommandLine(state), 'pod-infra-container-image') ?? flagValue(kubeletCommandLine(state), 'pod-infra-container-image');
   if (fromFlag) return fromFlag;
   const info = await run(ctx.transport, `crictl info 2>/dev/null | grep -o '"sandboxImage": *"[^"]*"' | head -n1 | cut -d'"' -f4 || true`).catch(() => '');
   return info.trim() || 'registry.k8s.io/pause:3.10';

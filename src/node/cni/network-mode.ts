@@ -1,3 +1,4 @@
+import { criDockerdCommandLine, flagValue as flag, kubeletCommandLine } from '../state/command-lines.js';
 import type { NetworkMode, NodeState, RuntimeFlavor } from '../state/types.js';
 
 export interface NetworkInfo {
@@ -8,12 +9,10 @@ export interface NetworkInfo {
   binDir: string;
 }
 
-const flag = (cmdline: string, name: string) => new RegExp(`--${name}[= ](\\S+)`).exec(cmdline)?.[1];
-
 /** kubenet (cri-dockerd or dockershim flag), or the first CNI config in /etc/cni/net.d (Calico if it uses calico). */
 export function detectNetwork(state: NodeState, flavor: RuntimeFlavor): NetworkInfo {
-  const criDockerd = state.services['cri-docker']?.execStart || state.processes['cri-dockerd'] || '';
-  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
+  const criDockerd = criDockerdCommandLine(state);
+  const kubelet = kubeletCommandLine(state);
   const dockerSide = flavor === 'cri-dockerd' ? criDockerd : flavor === 'dockershim' ? kubelet : '';
   const binDir = flag(dockerSide, 'cni-bin-dir') ?? state.cniBinDirs[0] ?? '/opt/cni/bin';
   if (flag(dockerSide, 'network-plugin') === 'kubenet') return { mode: 'kubenet', networkName: 'kubenet', binDir };

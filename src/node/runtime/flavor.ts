@@ -1,10 +1,15 @@
+import { flagValue, kubeletCommandLine } from '../state/command-lines.js';
 import type { NodeState, RuntimeFlavor } from '../state/types.js';
 
-// Which runtime serves kubelet, from the units and daemons present (kubelet may be stopped, so not from its flags).
+// Which runtime serves kubelet: the endpoint its flags or config name, else the units and daemons present.
 export function detectFlavor(state: NodeState): RuntimeFlavor {
   const loaded = (u: string) => state.services[u]?.loaded === true;
+  const kubelet = kubeletCommandLine(state);
+  const endpoint = flagValue(kubelet, 'container-runtime-endpoint') ?? '';
+  if (/cri-dockerd\.sock/.test(endpoint) && loaded('cri-docker')) return 'cri-dockerd';
+  // A node moved from cri-dockerd to containerd may still have cri-docker installed: the endpoint decides.
+  if (/containerd\.sock/.test(endpoint) && loaded('containerd')) return 'containerd';
   if (loaded('cri-docker') || state.processes['cri-dockerd']) return 'cri-dockerd';
-  const kubelet = state.services.kubelet?.execStart || state.processes.kubelet || '';
   if (loaded('docker') && (/--container-runtime=docker\b/.test(kubelet) || state.checkpoints.some((c) => c.kind === 'dockershim'))) {
     return 'dockershim';
   }

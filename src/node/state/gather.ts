@@ -53,6 +53,11 @@ sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
   for p in $(pidof "$n" 2>/dev/null); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
 done | body
+# kubeadm keeps kubelet's flags in an environment file its unit expands, and the runtime endpoint in its config.
+sec kubelet-env
+for f in /var/lib/kubelet/kubeadm-flags.env /etc/default/kubelet; do [ -f "$f" ] && cat "$f"; done | body
+sec kubelet-config
+grep -hE '^(containerRuntimeEndpoint|podInfraContainerImage):' /var/lib/kubelet/config.yaml 2>/dev/null | body
 sec disk
 df -Pk / /var/lib /var/cache 2>/dev/null | body
 sec cni-bin

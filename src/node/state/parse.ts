@@ -6,6 +6,7 @@ import { parseCheckpoint } from '../runtime/checkpoint.js';
 import { parseCrictlContainers, parseCrictlPods } from '../runtime/crictl.js';
 import { parseDockerContainers, parseDockerPids } from '../runtime/docker.js';
 import { parseSystemctlShow } from '../service.js';
+import { parseKubeletFlags } from './command-lines.js';
 import { STATE_DIRS, UNITS } from './gather.js';
 import type { IpamDirectory, NodeState, StateFile } from './types.js';
 
@@ -77,6 +78,7 @@ export function parseNodeState(output: string): NodeState {
     processes: {},
     diskFreeBytes: {},
     cniBinDirs: one('cni-bin')?.lines ?? [],
+    kubeletFlags: parseKubeletFlags(one('kubelet-env')?.lines ?? [], one('kubelet-config')?.lines ?? []),
     cniConfFiles: [],
     ipamRoots: [],
     ipam: [],

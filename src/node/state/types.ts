@@ -119,6 +119,8 @@ export interface NodeState {
   services: Record<string, ServiceState>;
   /** Command lines of running daemons (kubelet, cri-dockerd, containerd, dockerd), by process name. */
   processes: Record<string, string>;
+  /** kubelet flags kept outside its unit: kubeadm-flags.env, /etc/default/kubelet, its config file's runtime fields. */
+  kubeletFlags: string[];
   diskFreeBytes: Record<string, number>;
   cniBinDirs: string[];
   cniConfFiles: StateFile[];

@@ -18,6 +18,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     processes: {},
     diskFreeBytes: {},
     cniBinDirs: [],
+    kubeletFlags: [],
     cniConfFiles: [],
     ipamRoots: ['/var/lib/cni/networks'],
     ipam: [],

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { detectNetwork } from '../../../src/node/cni/network-mode.js';
 import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
+import { flagValue, kubeletCommandLine, parseKubeletFlags } from '../../../src/node/state/command-lines.js';
 import { parseNodeState, splitSections } from '../../../src/node/state/parse.js';
 
 // Fixtures are real outputs of the gather script on the test bed's real node and on a fleet host.
@@ -54,6 +55,26 @@ describe('parseNodeState where a network keeps host-local state elsewhere (kindn
     expect(state.ipamRoots).toEqual(['/run/cni-ipam-state', '/var/lib/cni/networks']);
     expect(state.ipam.map((d) => d.path)).toEqual(['/run/cni-ipam-state/kindnet']);
     expect(state.ipam[0]!.reservations[0]).toMatchObject({ network: 'kindnet', ip: '10.244.1.7', containerId: id });
+  });
+});
+
+describe('kubelet flags where kubeadm keeps them', () => {
+  // kubeadm's drop-in runs `kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS`.
+  const kubeadmNode = (kubelet: string) => ({
+    ...fleetHost,
+    services: { ...fleetHost.services, kubelet: { ...fleetHost.services.kubelet!, execStart: '/usr/bin/kubelet $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS' }, 'cri-docker': { ...fleetHost.services.kubelet!, loaded: true } },
+    processes: {},
+    kubeletFlags: parseKubeletFlags([kubelet, 'KUBELET_EXTRA_ARGS='], ['containerRuntimeEndpoint: unix:///run/containerd/containerd.sock']),
+  });
+  it('reads kubeadm-flags.env and the config file, so the runtime endpoint decides the flavor (not a leftover cri-docker unit)', () => {
+    const node = kubeadmNode('KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.10 --node-ip=10.0.0.4"');
+    expect(kubeletCommandLine(node)).toContain('--pod-infra-container-image=registry.k8s.io/pause:3.10');
+    expect(flagValue(kubeletCommandLine(node), 'container-runtime-endpoint')).toBe('unix:///run/containerd/containerd.sock');
+    expect(detectFlavor(node)).toBe('containerd');
+  });
+  it('reads the gathered sections', () => {
+    const state = parseNodeState("@@kubelet-env\n|KUBELET_KUBEADM_ARGS='--container-runtime-endpoint=unix:///run/cri-dockerd.sock'\n@@kubelet-config\n|podInfraContainerImage: \"k8s.gcr.io/pause:3.9\"\n@@end\n");
+    expect(state.kubeletFlags).toEqual(['--container-runtime-endpoint=unix:///run/cri-dockerd.sock', '--pod-infra-container-image=k8s.gcr.io/pause:3.9']);
   });
 });
 
