@@ -6,6 +6,7 @@ import { parseCheckpoint } from '../runtime/checkpoint.js';
 import { parseCrictlContainers, parseCrictlPods } from '../runtime/crictl.js';
 import { parseDockerContainers, parseDockerPids } from '../runtime/docker.js';
 import { parseSystemctlShow } from '../service.js';
+import { detectFlavor } from '../runtime/flavor.js';
 import { parseKubeletFlags } from './command-lines.js';
 import { STATE_DIRS, UNITS } from './gather.js';
 import type { IpamDirectory, NodeState, StateFile } from './types.js';
@@ -117,18 +118,23 @@ export function parseNodeState(output: string): NodeState {
   for (const section of sections.filter((s) => s.name === 'dir')) {
     addDirectory(state, section.arg, dirFiles(section));
   }
+  // Docker and a CRI runtime may both serve (docker.io for builds next to kubelet's containerd): list both, and
+  // count the runtime as reachable only if each one expected to answer did (a blind half is not "no sandboxes").
   const docker = one('docker');
   const crictlPods = one('crictl-pods');
+  const dockerExpected = docker !== undefined && (docker.arg === 'up' || state.services.docker?.active === true);
+  const criExpected = detectFlavor(state) === 'containerd';
   if (docker?.arg === 'up') {
-    state.runtimeReachable = true;
     const found = parseDockerContainers(docker.lines, parseDockerPids(one('docker-pids')?.lines ?? []));
-    state.sandboxes = found.sandboxes;
-    state.containers = found.containers;
-  } else if (crictlPods) {
-    state.runtimeReachable = true;
-    state.sandboxes = parseCrictlPods(crictlPods.lines.join('\n'));
-    state.containers = parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '');
+    state.sandboxes.push(...found.sandboxes);
+    state.containers.push(...found.containers);
   }
+  if (crictlPods) {
+    const known = new Set([...state.sandboxes, ...state.containers].map((x) => x.id));
+    state.sandboxes.push(...parseCrictlPods(crictlPods.lines.join('\n')).filter((x) => !known.has(x.id)));
+    state.containers.push(...parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '').filter((c) => !known.has(c.id)));
+  }
+  state.runtimeReachable = (dockerExpected || criExpected || crictlPods !== undefined) && (!dockerExpected || docker?.arg === 'up') && (!criExpected || crictlPods !== undefined);
   return state;
 }
 

@@ -78,6 +78,23 @@ describe('kubelet flags where kubeadm keeps them', () => {
   });
 });
 
+describe('docker and containerd on one node', () => {
+  // The fleet host's fixture, with one containerd sandbox in crictl's list.
+  const pod = { id: 'c'.repeat(64), state: 'SANDBOX_READY', metadata: { name: 'web-1', namespace: 'demo', uid: 'u-1' }, createdAt: '1700000000000000000' };
+  const fixture = readFileSync('test/fixtures/fleet-host-state.txt', 'utf8').replace(/@@crictl-pods\n[\s\S]*?(?=@@crictl-containers)/, `@@crictl-pods\n|${JSON.stringify({ items: [pod] })}\n`);
+  const withDocker = (text: string) => text.replace('@@netns', '@@docker up\n@@netns');
+  it('lists the sandboxes of both runtimes (a docker for builds hides none of kubelet\'s containerd sandboxes)', () => {
+    const both = parseNodeState(withDocker(fixture));
+    expect(both.sandboxes.map((x) => x.id)).toEqual([pod.id]);
+    expect(both.runtimeReachable).toBe(true);
+  });
+  it('fails closed when kubelet\'s runtime did not answer, even though docker did', () => {
+    const criGone = parseNodeState(withDocker(fixture.replace(/@@crictl-pods[\s\S]*?(?=@@netns)/, '')));
+    expect(criGone.sandboxes).toEqual([]);
+    expect(criGone.runtimeReachable).toBe(false);
+  });
+});
+
 describe('splitSections', () => {
   it('keeps file blocks with their directory and refuses truncated output', () => {
     const s = splitSections('@@dir /x\n|a\t1\t2\n@@file /x/a\n|line1\n|line2\n@@end\n');
