@@ -15,6 +15,8 @@ export interface Testbed {
   pulumiDir: string;
   /** faulty: the bed's +nmtest1, Debian's new version with fault hooks (testbed/packages/fault-hooks.sh). */
   containerd: { old: string; new: string; faulty: string };
+  /** new: Debian's docker.io repacked as a higher version, with the same fault hooks. */
+  docker: { old: string; new: string };
   realNode: string;
   nodes: Array<{ name: string; sshPort: number; container: string | null }>;
 }
@@ -75,7 +77,7 @@ export const installedContainerd = async () => (await sh("dpkg-query -W -f='${Ve
 export const FAULTS_DIR = '/run/node-maint-test-faults';
 
 /**
- * Puts the real node back where the upgrade tests start: containerd at the old version through apt, every unit
+ * Puts the real node back where the upgrade tests start: containerd and docker.io at the old versions through apt, every unit
  * running, schedulable, no Lease, the seeded workloads back and running on it.
  */
 export async function resetRealNode(version = bed().containerd.old): Promise<void> {
@@ -85,9 +87,9 @@ export async function resetRealNode(version = bed().containerd.old): Promise<voi
     set -e
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail ${FAULTS_DIR}
     dpkg --configure -a >/dev/null 2>&1 || true
-    if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${version} hi ' ]; then
+    if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' containerd docker.io)" != '${version} hi |${b.docker.old} hi |' ]; then
       systemctl stop kubelet cri-docker docker containerd
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' docker.io='${b.docker.old}' >/dev/null
       apt-mark hold containerd docker.io >/dev/null
     fi
     systemctl start containerd docker cri-docker kubelet`);

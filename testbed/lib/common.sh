@@ -29,6 +29,10 @@ CONTAINERD_OLD=${CONTAINERD_OLD:-1.6.20~ds1-1+deb12u2}
 CONTAINERD_NEW=${CONTAINERD_NEW:-1.6.20~ds1-1+deb12u3}
 # Debian's +deb12u3 repacked with fault hooks in its maintainer scripts (testbed/packages/fault-hooks.sh).
 CONTAINERD_FAULTY="$CONTAINERD_NEW+nmtest1"
+# docker.io has one version in bookworm: the upgrade goes to Debian's binaries repacked as a higher version (said in
+# its changelog), with the same fault hooks, so dockerd is upgraded and rolled back through the real apt.
+DOCKER_OLD=${DOCKER_OLD:-20.10.24+dfsg1-1+deb12u1+b6}
+DOCKER_NEW="$DOCKER_OLD+nmtest1"
 ADMIN_KUBECONFIG="$TB_STATE/admin.kubeconfig"
 SSH_KEY="$TB_STATE/ssh/id_ed25519"
 KNOWN_HOSTS="$TB_STATE/ssh/known_hosts"

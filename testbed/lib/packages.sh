@@ -24,16 +24,19 @@ ensure_policy_rc_d() {
   touch "$TB_STATE/created-policy-rc.d"
 }
 
-# The .debs of both containerd versions (and what they need), and the test version with fault hooks, served to the
-# real node and the fleet hosts as a file: apt source. Keyed by the versions and the hooks, so a change rebuilds it.
+# The .debs of both containerd versions (and what they need), the test versions with fault hooks of containerd and
+# docker.io, served to the real node and the fleet hosts as a file: apt source. Keyed by the versions, the hooks and
+# the repacking, so a change rebuilds it.
 build_local_apt_repo() {
-  local key; key=$(printf '%s\n' "$CONTAINERD_OLD" "$CONTAINERD_NEW" "$CONTAINERD_FAULTY" | cat - "$TB_ROOT/packages/fault-hooks.sh" | sha256sum | cut -c1-12)
+  local key; key=$(printf '%s\n' "$CONTAINERD_OLD" "$CONTAINERD_NEW" "$CONTAINERD_FAULTY" "$DOCKER_OLD" "$DOCKER_NEW" "$(declare -f repack_with_fault_hooks)" \
+    | cat - "$TB_ROOT/packages/fault-hooks.sh" | sha256sum | cut -c1-12)
   local repo="$TESTBED_CACHE/apt-repo-$key"
   if [ ! -f "$repo/Packages" ]; then
     log "building the local apt repository"
     rm -rf "$repo.tmp"; mkdir -p "$repo.tmp" && cd "$repo.tmp"
-    apt-get download -qq "containerd=$CONTAINERD_OLD" "containerd=$CONTAINERD_NEW" runc >/dev/null
-    repack_with_fault_hooks "containerd_${CONTAINERD_NEW}_amd64.deb" "$CONTAINERD_FAULTY"
+    apt-get download -qq "containerd=$CONTAINERD_OLD" "containerd=$CONTAINERD_NEW" runc "docker.io=$DOCKER_OLD" >/dev/null
+    repack_with_fault_hooks "containerd_${CONTAINERD_NEW}_amd64.deb" containerd "$CONTAINERD_FAULTY" "$CONTAINERD_NEW"
+    repack_with_fault_hooks "docker.io_${DOCKER_OLD}_amd64.deb" docker.io "$DOCKER_NEW" "$DOCKER_OLD"
     dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null
     cd - >/dev/null; rm -rf "$repo"; mv "$repo.tmp" "$repo"
   fi
@@ -42,18 +45,18 @@ build_local_apt_repo() {
 
 # Debian's package with another version and the fault hooks at the top of its preinst and postinst, said so in its
 # changelog; the binaries are Debian's, untouched.
-repack_with_fault_hooks() { # DEB VERSION
+repack_with_fault_hooks() { # DEB PACKAGE VERSION FROM_VERSION
   local d; d=$(mktemp -d)
   dpkg-deb -R "$1" "$d/pkg"
-  sed -i "s/^Version: .*/Version: $2/" "$d/pkg/DEBIAN/control"
+  sed -i "s/^Version: .*/Version: $3/" "$d/pkg/DEBIAN/control"
   { echo '#!/bin/sh'; echo 'set -e'; cat "$TB_ROOT/packages/fault-hooks.sh"; } > "$d/pkg/DEBIAN/preinst"
   { echo '#!/bin/sh'; echo 'set -e'; cat "$TB_ROOT/packages/fault-hooks.sh"; sed 1,2d "$d/pkg/DEBIAN/postinst"; } > "$d/pkg/DEBIAN/postinst.new"
   mv "$d/pkg/DEBIAN/postinst.new" "$d/pkg/DEBIAN/postinst"; chmod 0755 "$d/pkg/DEBIAN/preinst" "$d/pkg/DEBIAN/postinst"
-  local changelog="$d/pkg/usr/share/doc/containerd/changelog.Debian.gz"
-  { printf 'containerd (%s) UNRELEASED; urgency=medium\n\n  * node-maint test bed: Debian %s repacked with fault hooks in preinst and\n    postinst (testbed/packages/fault-hooks.sh), off unless a test turns them on.\n\n -- node-maint test bed <testbed@localhost>  %s\n\n' \
-      "$2" "$CONTAINERD_NEW" "$(date -R -d @0)"; zcat "$changelog"; } | gzip -9n > "$changelog.new"
+  local changelog="$d/pkg/usr/share/doc/$2/changelog.Debian.gz"
+  { printf '%s (%s) UNRELEASED; urgency=medium\n\n  * node-maint test bed: Debian %s repacked as %s with fault hooks in preinst\n    and postinst (testbed/packages/fault-hooks.sh), off unless a test turns them on.\n    The binaries are Debian'"'"'s, untouched.\n\n -- node-maint test bed <testbed@localhost>  %s\n\n' \
+      "$2" "$3" "$4" "$3" "$(date -R -d @0)"; zcat "$changelog"; } | gzip -9n > "$changelog.new"
   mv "$changelog.new" "$changelog"
   (cd "$d/pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$d/pkg/DEBIAN/md5sums"
-  dpkg-deb -b -Zgzip "$d/pkg" "containerd_${2}_amd64.deb" >/dev/null
+  dpkg-deb -b -Zgzip "$d/pkg" "${2}_${3}_amd64.deb" >/dev/null
   rm -rf "$d"
 }

@@ -21,7 +21,7 @@ write_env() {
   fi
   jq -n --arg kc "$ADMIN_KUBECONFIG" --arg key "$SSH_KEY" --arg kh "$KNOWN_HOSTS" --arg user "$SSH_USER" \
     --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" \
-    --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --argjson nodes "$nodes" \
+    --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" \
     '{kubeconfig: $kc, sshKey: $key, knownHosts: $kh, sshUser: $user, bedDockerHost: $bed, kubectl: $kubectl,
-      pulumiDir: $pulumi, containerd: {old: $old, new: $new, faulty: $faulty}, realNode: $nodes[0].name, nodes: $nodes}' > "$TB_STATE/env.json"
+      pulumiDir: $pulumi, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew}, realNode: $nodes[0].name, nodes: $nodes}' > "$TB_STATE/env.json"
 }

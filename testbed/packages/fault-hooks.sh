@@ -1,4 +1,5 @@
-# node-maint test bed: fault hooks for the maintainer scripts of containerd +nmtest1 (Debian's +deb12u3, repacked).
+# node-maint test bed: fault hooks for the maintainer scripts of the +nmtest1 packages (Debian's containerd +deb12u3
+# and docker.io, repacked).
 # Every hook is off unless its file exists in /run/node-maint-test-faults; tests turn them on and off.
 F=/run/node-maint-test-faults
 # preinst-slow: the unpack stops here for 30 s, so a test can kill the run (or dpkg itself) in the middle of it.

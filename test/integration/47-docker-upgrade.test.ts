@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
+import { expectServing, realNode, report, setFault } from './faults.js';
+
+// The mission's main use: docker upgraded on a node where kubelet runs on cri-dockerd with kubenet. On the real node,
+// through the real apt: docker.io from Debian's version to the bed's repack of it (a higher version, same binaries),
+// held before and after; then a failing install of it rolled back to Debian's.
+const t = realNode();
+const dockerArgs = (version: string) => [t.name, '--to', `docker.io=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags];
+const dockerStatus = async () => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' docker.io")).replace(/\n$/, '');
+// The file dockerd runs and the package owning it, as the runbook checks them after the install.
+const runningDockerd = async () => (await t.sh('p=$(systemctl show -p MainPID docker | cut -d= -f2); readlink /proc/$p/exe; dpkg -S "$(readlink /proc/$p/exe)" | cut -d: -f1')).trim();
+
+describe('docker.io upgraded and rolled back on the real node (cri-dockerd, kubenet)', () => {
+  beforeAll(async () => {
+    await t.reset();
+  });
+  afterAll(async () => {
+    await t.reset();
+  });
+
+  it('upgrades docker.io through apt, still held; dockerd runs the new package; the node proven and clean', async () => {
+    const result = await upgradeNode(dockerArgs(bed().docker.new));
+    expect(result.code, result.stderr).toBe(0);
+    const r = report(result);
+    expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').summary).toBe(`docker.io -> ${bed().docker.new}`);
+    expect(await dockerStatus()).toBe(`${bed().docker.new} hi `);
+    expect(await runningDockerd()).toBe('/usr/sbin/dockerd\ndocker.io');
+    await expectServing(t, bed().containerd.old);
+  });
+
+  it('a docker.io install that fails (postinst) is rolled back to the version before, held; exit 11', async () => {
+    await t.reset();
+    await setFault(t, 'postinst-fail');
+    const result = await upgradeNode(dockerArgs(bed().docker.new));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.result).toBe('rolled-back');
+    expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toBe(`reinstalled docker.io ${bed().docker.old}`);
+    expect(await dockerStatus()).toBe(`${bed().docker.old} hi `);
+    await expectServing(t, bed().containerd.old);
+  });
+});
