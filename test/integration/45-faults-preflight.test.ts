@@ -117,15 +117,17 @@ describe('preflight, before anything changes', () => {
   });
 
   it('a containerd that runs from a file no package owns (as kind runs /usr/local/bin/containerd): refused, nothing changed', async () => {
+    // On the real node: a fleet host's units are bind-mounted read-only. dockerd reconnects to a restarted containerd.
+    const real = realNode();
     const unit = '/etc/systemd-standin/containerd.service';
-    await t.sh(`systemctl stop containerd && cp /usr/bin/containerd /usr/local/bin/containerd && cp ${unit} ${unit}.orig && sed -i 's:/usr/bin/containerd:/usr/local/bin/containerd:' ${unit} && systemctl start containerd`);
+    await real.sh(`systemctl stop containerd && cp /usr/bin/containerd /usr/local/bin/containerd && cp ${unit} ${unit}.orig && sed -i 's:/usr/bin/containerd:/usr/local/bin/containerd:' ${unit} && systemctl start containerd`);
     try {
-      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+      const result = await upgradeNode(upgradeArgs(real, bed().containerd.new));
       expect(result.code, result.stderr).toBe(10);
       expect(report(result).error.message).toContain('upgrading containerd would not change the running containerd: it runs /usr/local/bin/containerd, which no package owns');
       expect(result.stderr).not.toContain(stepLine('cordon'));
     } finally {
-      await t.sh(`systemctl stop containerd; mv ${unit}.orig ${unit}; rm -f /usr/local/bin/containerd; systemctl start containerd`);
+      await real.sh(`systemctl stop containerd; mv ${unit}.orig ${unit}; rm -f /usr/local/bin/containerd; systemctl start containerd`);
     }
   });
 

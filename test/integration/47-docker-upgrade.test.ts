@@ -23,7 +23,7 @@ describe('docker.io upgraded and rolled back on the real node (cri-dockerd, kube
     const result = await upgradeNode(dockerArgs(bed().docker.new));
     expect(result.code, result.stderr).toBe(0);
     const r = report(result);
-    expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').summary).toBe(`docker.io -> ${bed().docker.new}`);
+    expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').summary).toBe(`docker.io ${bed().docker.new}`);
     expect(await dockerStatus()).toBe(`${bed().docker.new} hi `);
     expect(await runningDockerd()).toBe('/usr/sbin/dockerd\ndocker.io');
     await expectServing(t, bed().containerd.old);
