@@ -7,6 +7,7 @@ import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { waitUntil } from '../wait.js';
 import { cleanSummary, settledAudit } from './audit.js';
+import { expectAtTargets } from './upgrade-runtime.js';
 
 export interface ProvePlan extends StepPlan {
   smokePod: string;
@@ -50,6 +51,8 @@ export const proveNode: Step<ProvePlan> = {
     const { options } = ctx;
     const namespace = options.leaseNamespace;
     const name = smokePodName(ctx.runId);
+    // A resumed run trusts the journal for steps done; the node itself must still be at the targets (re-imaged?).
+    await expectAtTargets(ctx);
     const image = await sandboxImage(ctx, await ctx.nodeState({ fresh: true }));
     // A smoke pod left by a killed attempt is replaced: this attempt proves the node now.
     await removeSmokePod(ctx);

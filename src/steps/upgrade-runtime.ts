@@ -24,7 +24,14 @@ async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
  * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
  * lock waited for up to --lock-timeout), starts it again.
  */
-/** What dpkg cannot tell: each target's daemon runs the new file and reports the target version. */
+/** The targets installed, and (what dpkg cannot tell) each target's daemon running the new file at its version. */
+export async function expectAtTargets(ctx: RunContext): Promise<void> {
+  const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
+  const wrong = Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v);
+  if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`).join(', ')}`);
+  await runtimeAtTargets(ctx, ctx.options.targets);
+}
+
 async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>): Promise<void> {
   const problems = notAtTarget(targets, await runningBinaries(ctx.transport, Object.keys(targets)));
   if (problems.length > 0) throw new Error(`the runtime does not run the installed version: ${problems.join('; ')}`);
@@ -70,12 +77,9 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     return Object.entries(plan.install).map(([p, v]) => `${p} ${v}`).join(', ') || 'runtime started';
   },
   async verify(ctx, plan) {
-    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
-    const wrong = Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v);
-    if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`).join(', ')}`);
     const down = await downUnits(ctx, plan.units);
     if (down.length > 0) throw new Error(`runtime units not running after the upgrade: ${down.join(', ')}`);
-    await runtimeAtTargets(ctx, ctx.options.targets);
+    await expectAtTargets(ctx);
   },
   async rollback(ctx) {
     const prior = ctx.journal.prior!;

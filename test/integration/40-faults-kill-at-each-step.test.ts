@@ -50,4 +50,19 @@ describe('SIGKILL at each step boundary, then the same command again', () => {
       await expectServing(t, version);
     });
   });
+
+  it.concurrent('the runtime put back behind the journal (a re-imaged host) before the proof: the re-run does not call it upgraded, it rolls back', async () => {
+    const t = fleetHost('fleet-1');
+    const { old, new: version } = bed().containerd;
+    await queue(t.name, async () => {
+      await t.reset();
+      await upgradeKilledAt(t, version, stepLine('prove-node'));
+      await t.sh(`systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${old}' >/dev/null && systemctl start containerd`);
+      const again = await upgradeNode(upgradeArgs(t, version));
+      expect(again.code, again.stderr).toBe(11);
+      const r = report(again);
+      expect(r.steps.find((s: any) => s.name === 'prove-node').error).toContain(`installed versions differ from the targets: containerd ${old} (want ${version})`);
+      await expectServing(t, old);
+    });
+  });
 });
