@@ -15,6 +15,20 @@ function apply(objects: unknown[]): Promise<string> {
   return kubectl('apply', '-f', file);
 }
 
+const TENANTS = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'calico-tenants', namespace: 'demo' },
+  spec: {
+    replicas: 6,
+    selector: { matchLabels: { app: 'calico-tenants' } },
+    template: {
+      metadata: { labels: { app: 'calico-tenants' } },
+      spec: { nodeName: 'fleet-2', terminationGracePeriodSeconds: 2, containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never' }] },
+    },
+  },
+};
+
 describe('Calico IPAM leaks', () => {
   let victim: { name: string; ip: string };
   let borrower: { name: string; ip: string };
@@ -23,8 +37,15 @@ describe('Calico IPAM leaks', () => {
   beforeAll(async () => {
     await kubectl('apply', '-f', 'test/fixtures/calico-ipam-crds.yaml');
     await waitFor(async () => (await kubectl('get', 'crd', 'ipamblocks.crd.projectcalico.org', '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}')) === 'True', 60_000, 'CRDs established');
-    const pods = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', 'spec.nodeName=fleet-2');
-    const running = pods.items.filter((p: any) => p.status.podIP && !p.metadata.deletionTimestamp);
+    // Pods of our own on fleet-2, enough for addresses in two /30 blocks whatever else runs there.
+    await apply([TENANTS]);
+    let pods: any;
+    let running: any[] = [];
+    await waitFor(async () => {
+      pods = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', 'spec.nodeName=fleet-2');
+      running = pods.items.filter((p: any) => p.status.podIP && !p.metadata.deletionTimestamp);
+      return running.filter((p: any) => p.metadata.labels?.app === 'calico-tenants').length === 6;
+    }, 120_000, 'six calico-tenants pods running on fleet-2');
     victim = { name: running[0].metadata.name, ip: running[0].status.podIP };
     const [a, b, c, d] = victim.ip.split('.').map(Number) as [number, number, number, number];
     const conflictCidr = `${a}.${b}.${c}.${d - (d % 4)}/30`;
@@ -66,6 +87,7 @@ describe('Calico IPAM leaks', () => {
   });
 
   afterAll(async () => {
+    await kubectl('-n', 'demo', 'delete', 'deployment', 'calico-tenants', '--ignore-not-found');
     await kubectl('delete', '-f', 'test/fixtures/calico-ipam-crds.yaml', '--ignore-not-found');
   });
 
