@@ -53,7 +53,8 @@ export const proveNode: Step<ProvePlan> = {
     const name = smokePodName(ctx.runId);
     // A resumed run trusts the journal for steps done; the node itself must still be at the targets (re-imaged?).
     await expectAtTargets(ctx);
-    const image = await sandboxImage(ctx, await ctx.nodeState({ fresh: true }));
+    // The state expectAtTargets just read.
+    const image = await sandboxImage(ctx, await ctx.nodeState());
     // A smoke pod left by a killed attempt is replaced: this attempt proves the node now.
     await removeSmokePod(ctx);
     const pod = await createPod(ctx.cluster, smokePodManifest({ name, namespace, node: options.node, image, runId: ctx.runId }));

@@ -20,15 +20,16 @@ async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
   return [...parseUnitStates(await run(ctx.transport, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
 }
 
-/**
- * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
- * lock waited for up to --lock-timeout), starts it again.
- */
+/** "containerd 1.6.20~ds1-1+deb12u2 (want 1.6.20~ds1-1+deb12u3)" for each package not cleanly at its version. */
+async function notInstalled(ctx: RunContext, versions: Record<string, string>): Promise<string[]> {
+  const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(versions));
+  return Object.entries(versions).filter(([p, v]) => installed[p] !== v).map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`);
+}
+
 /** The targets installed, and (what dpkg cannot tell) each target's daemon running the new file at its version. */
 export async function expectAtTargets(ctx: RunContext): Promise<void> {
-  const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
-  const wrong = Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v);
-  if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`).join(', ')}`);
+  const wrong = await notInstalled(ctx, ctx.options.targets);
+  if (wrong.length > 0) throw new Error(`installed versions differ from the targets: ${wrong.join(', ')}`);
   await runtimeAtTargets(ctx, ctx.options.targets);
 }
 
@@ -37,6 +38,10 @@ async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>
   if (problems.length > 0) throw new Error(`the runtime does not run the installed version: ${problems.join('; ')}`);
 }
 
+/**
+ * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
+ * lock waited for up to --lock-timeout), starts it again.
+ */
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[]): Promise<void> {
   const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
   const { lockTimeoutSeconds } = ctx.options;
@@ -88,9 +93,8 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     const back = Object.fromEntries(Object.entries(prior.packages).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
       await install(ctx, back, units);
-      const now = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(back));
-      const wrong = Object.entries(back).filter(([p, v]) => now[p] !== v);
-      if (wrong.length > 0) throw new Error(`could not reinstall ${wrong.map(([p, v]) => `${p} ${v} (now ${now[p] || 'not cleanly installed'})`).join(', ')}`);
+      const wrong = await notInstalled(ctx, back);
+      if (wrong.length > 0) throw new Error(`could not reinstall ${wrong.join(', ')}`);
       await runtimeAtTargets(ctx, back);
       return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}`;
     }

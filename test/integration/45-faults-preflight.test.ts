@@ -119,6 +119,8 @@ describe('preflight, before anything changes', () => {
   it('a containerd that runs from a file no package owns (as kind runs /usr/local/bin/containerd): refused, nothing changed', async () => {
     // On the real node: a fleet host's units are bind-mounted read-only. dockerd reconnects to a restarted containerd.
     const real = realNode();
+    // At the old version, so that the run has an upgrade to refuse (the real node may be upgraded by an earlier test).
+    await real.reset();
     const unit = '/etc/systemd-standin/containerd.service';
     await real.sh(`systemctl stop containerd && cp /usr/bin/containerd /usr/local/bin/containerd && cp ${unit} ${unit}.orig && sed -i 's:/usr/bin/containerd:/usr/local/bin/containerd:' ${unit} && systemctl start containerd`);
     try {

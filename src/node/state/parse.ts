@@ -134,7 +134,8 @@ export function parseNodeState(output: string): NodeState {
     state.sandboxes.push(...parseCrictlPods(crictlPods.lines.join('\n')).filter((x) => !known.has(x.id)));
     state.containers.push(...parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '').filter((c) => !known.has(c.id)));
   }
-  state.runtimeReachable = (dockerExpected || criExpected || crictlPods !== undefined) && (!dockerExpected || docker?.arg === 'up') && (!criExpected || crictlPods !== undefined);
+  const answers = [...(dockerExpected ? [docker?.arg === 'up'] : []), ...(criExpected ? [crictlPods !== undefined] : [])];
+  state.runtimeReachable = answers.length > 0 ? answers.every(Boolean) : crictlPods !== undefined;
   return state;
 }
 
