@@ -7,6 +7,7 @@ KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
 PULUMI_VERSION=${PULUMI_VERSION:-v3.248.0}
 CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
 ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
+KIND_VERSION=${KIND_VERSION:-v0.33.0}
 export GOMODCACHE="$TESTBED_CACHE/go/mod" GOCACHE="$TESTBED_CACHE/go/build"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 PATH=/usr/local/go/bin:$PATH
@@ -26,3 +27,15 @@ begin_build() {
 
 # finish_build: $out.tmp becomes the cached build in one move, marked complete.
 finish_build() { touch "$out.tmp/.complete"; rm -rf "$out"; mv "$out.tmp" "$out"; echo "$out"; }
+
+# The version stamps of a Kubernetes build (run in the Kubernetes wrapper module), as the upstream Makefile sets them.
+k8s_ldflags() {
+  local minor=${K8S_VERSION#v1.} commit ld="" pkg
+  minor=${minor%%.*}
+  commit=$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Hash": "\(.*\)".*/\1/p' | head -1)
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld+=" -X $pkg.gitCommit=${commit:-unknown} -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  done
+  echo "$ld"
+}

@@ -18,16 +18,9 @@ printf 'package tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n)\n' > "
 log "resolving k8s.io/kubernetes $K8S_VERSION modules"
 go mod tidy >/dev/null 2>&1 || true
 go mod download k8s.io/kubernetes
-commit=$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Hash": "\(.*\)".*/\1/p' | head -1)
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-ld=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ld+=" -X $pkg.gitCommit=${commit:-unknown} -X $pkg.gitTreeState=clean -X $pkg.buildDate=$now"
-done
 mkdir -p "$out.tmp"
 log "building kubernetes $K8S_VERSION (cold: tens of minutes on 2 cores)"
-go build -trimpath -ldflags "-s -w $ld" -o "$out.tmp/" \
+go build -trimpath -ldflags "-s -w $(k8s_ldflags)" -o "$out.tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
 finish_build

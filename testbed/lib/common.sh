@@ -11,6 +11,8 @@ KWOK_BIN="$TESTBED_CACHE/bin/kwok-$KWOK_VERSION"
 PULUMI_BIN="$TESTBED_CACHE/bin/pulumi-$PULUMI_VERSION"
 CRICTL_BIN="$TESTBED_CACHE/bin/crictl-$CRI_TOOLS_VERSION"
 ETCD_BIN="$TESTBED_CACHE/bin/etcd-$ETCD_VERSION"
+KIND_BIN="$TESTBED_CACHE/bin/kind-$KIND_VERSION"
+KUBEADM_BIN="$TESTBED_CACHE/bin/kubeadm-$K8S_VERSION"
 
 # Addresses: everything on loopback but the node IP, which kubelet refuses on loopback: it sits on a portless bridge
 # of the bed (this kernel has no dummy links), so traffic to it never leaves the machine.

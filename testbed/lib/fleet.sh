@@ -12,6 +12,7 @@ start_bed_dockerd() {
   for b in /usr/bin/containerd /usr/bin/containerd-shim-runc-v2 /usr/sbin/runc /usr/sbin/dockerd /usr/bin/docker-init /usr/sbin/docker-proxy; do
     [ -x "$b" ] && [ ! -x "$bin/$(basename "$b")" ] && cp "$b" "$bin/"
   done
+  install -m 0755 "$TB_ROOT/node/runc-wrapper" "$bin/runc-wrapper"
   cat > "$TB_STATE/bed-containerd.toml" <<TOML
 version = 2
 root = "$TB_STATE/bed-containerd"
@@ -27,7 +28,7 @@ TOML
   start_bg bed-dockerd env PATH="$bin:$PATH" "$bin/dockerd" --host "unix://$BED_DOCKER_SOCK" --data-root "$BED_DOCKER_ROOT" \
     --exec-root "$TB_RUN/docker-exec" --pidfile "$TB_RUN/bed-dockerd.pid" --bridge=none --iptables=false \
     --ip-masq=false --ip-forward=false --containerd "$TB_RUN/bed-containerd/containerd.sock" \
-    --add-runtime "bed-runc=$bin/runc" --default-runtime bed-runc
+    --add-runtime "bed-runc=$bin/runc-wrapper" --default-runtime bed-runc
   wait_for "the bed's dockerd" 60 $BED_DOCKER info
 }
 

@@ -27,11 +27,11 @@ install_node_units() {
   install -m 0755 "$K8S_BIN/kubelet" /usr/local/bin/kubelet
   install -m 0755 "$CRICTL_BIN/crictl" /usr/local/bin/crictl
   echo "runtime-endpoint: unix:///run/cri-dockerd.sock" > /etc/crictl.yaml
-  install -D -m 0755 "$TB_ROOT/node/runc-clamp-oom" /usr/local/lib/node-maint-testbed/runc-clamp-oom
+  install -D -m 0755 "$TB_ROOT/node/runc-wrapper" /usr/local/lib/node-maint-testbed/runc-wrapper
   install -D -m 0755 "$TB_ROOT/node/kubelet-with-faults" /usr/local/lib/node-maint-testbed/kubelet-with-faults
   install_systemctl_standin /
   write_unit "$STANDIN_UNITS" containerd "/usr/bin/containerd" "ctr version"
-  write_unit "$STANDIN_UNITS" docker "/usr/sbin/dockerd --containerd=/run/containerd/containerd.sock --bridge=none --iptables=false --ip-masq=false --add-runtime=tb-runc=/usr/local/lib/node-maint-testbed/runc-clamp-oom --default-runtime=tb-runc" "docker info"
+  write_unit "$STANDIN_UNITS" docker "/usr/sbin/dockerd --containerd=/run/containerd/containerd.sock --bridge=none --iptables=false --ip-masq=false --add-runtime=tb-runc=/usr/local/lib/node-maint-testbed/runc-wrapper --default-runtime=tb-runc" "docker info"
   write_unit "$STANDIN_UNITS" cri-docker "/usr/local/bin/cri-dockerd --container-runtime-endpoint=unix:///run/cri-dockerd.sock --network-plugin=kubenet --cni-bin-dir=/usr/lib/cni --cni-cache-dir=/var/lib/cni/cache --pod-infra-container-image=registry.k8s.io/pause:3.10 --hairpin-mode=hairpin-veth" "test -S /run/cri-dockerd.sock"
   write_unit "$STANDIN_UNITS" kubelet "/usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override=$REAL_NODE --node-ip=$NODE_IP" "curl -sf http://127.0.0.1:10248/healthz"
 }

@@ -19,9 +19,12 @@ write_env() {
       nodes=$(jq --arg n "$n" --arg c "$c" --argjson p $((FLEET_SSH_BASE_PORT + i)) '. + [{name: $n, sshPort: $p, container: $c}]' <<<"$nodes")
     done
   fi
+  local kind='null'
+  [ -s "$KIND_KUBECONFIG" ] && kind=$(jq -n --arg kc "$KIND_KUBECONFIG" --arg name "$KIND_CLUSTER" --arg cp "$KIND_CLUSTER-control-plane" \
+    --argjson workers "$(kind_workers | jq -R . | jq -sc .)" '{name: $name, kubeconfig: $kc, controlPlane: $cp, workers: $workers}')
   jq -n --arg kc "$ADMIN_KUBECONFIG" --arg key "$SSH_KEY" --arg kh "$KNOWN_HOSTS" --arg user "$SSH_USER" \
     --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" \
-    --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" \
+    --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" --argjson kind "$kind" \
     '{kubeconfig: $kc, sshKey: $key, knownHosts: $kh, sshUser: $user, bedDockerHost: $bed, kubectl: $kubectl,
-      pulumiDir: $pulumi, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew}, realNode: $nodes[0].name, nodes: $nodes}' > "$TB_STATE/env.json"
+      pulumiDir: $pulumi, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew}, realNode: $nodes[0].name, nodes: $nodes, kind: $kind}' > "$TB_STATE/env.json"
 }
