@@ -19,6 +19,8 @@ export interface Testbed {
   docker: { old: string; new: string };
   realNode: string;
   nodes: Array<{ name: string; sshPort: number; container: string | null }>;
+  /** The bed's kind cluster (testbed/lib/kind.sh): its nodes are containers on the bed's dockerd. */
+  kind: { name: string; kubeconfig: string; controlPlane: string; workers: string[] } | null;
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

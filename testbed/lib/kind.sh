@@ -200,6 +200,8 @@ start_kind_cluster() {
   fi
   kind get kubeconfig --name "$KIND_CLUSTER" > "$KIND_KUBECONFIG"
   kind_pod_network
+  # Package lists from the local file repository mounted on the workers (no network), as on the fleet hosts.
+  for n in $(kind_workers); do $BED_DOCKER exec "$n" apt-get update -qq >/dev/null 2>&1; done
   wait_for "the kind nodes Ready" 180 kind_all_ready
 }
 

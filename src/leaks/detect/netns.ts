@@ -1,16 +1,24 @@
 import type { NodeState } from '../../node/state/types.js';
 import type { Finding } from '../types.js';
 
-// Leak class 7: pinned network namespaces that no sandbox and no CNI cache entry refers to.
+/** A runtime pins a sandbox's netns before its CNI ADD and its first process: a pin this young may be in setup. */
+export const NETNS_SETUP_GRACE_SECONDS = 60;
+
+// Leak class 7: pinned network namespaces that no sandbox and no CNI cache entry refers to. containerd 1.6's libcni
+// cache entries do not name the netns, so a pin some process still lives in (a sandbox's pause) is live too.
 export function detectNetnsLeaks(state: NodeState): Finding[] {
   if (!state.runtimeReachable) return [];
   const referenced = new Set(state.cniCache.map((e) => e.netns?.split('/').pop()).filter(Boolean));
+  const inUse = (name: string) => {
+    const a = state.netnsActivity[name];
+    return a !== undefined && (a.processes > 0 || a.ageSeconds < NETNS_SETUP_GRACE_SECONDS);
+  };
   return state.netns
-    .filter((name) => !referenced.has(name))
+    .filter((name) => !referenced.has(name) && !inUse(name))
     .map((name) => ({
       class: 'netns-orphan' as const,
       severity: 'leak' as const,
-      message: `network namespace ${name} belongs to no sandbox and no CNI attachment`,
+      message: `network namespace ${name} belongs to no sandbox and no CNI attachment, and no process lives in it`,
       evidence: { file: `/var/run/netns/${name}` },
     }));
 }

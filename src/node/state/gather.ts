@@ -98,7 +98,11 @@ fi
 wait
 cat "$tmp/ipam" "$tmp/cache" "$tmp/runtime"
 sec netns
-ls -1 ${STATE_DIRS.netns} 2>/dev/null | body
+# Each pin with its age and how many processes live in it: a sandbox being set up has a young pin and no process yet.
+now=$(date +%s)
+for n in $(ls -1 ${STATE_DIRS.netns} 2>/dev/null); do
+  printf '%s\t%s\t%s\n' "$n" "$((now - $(stat -c %Y ${STATE_DIRS.netns}/"$n" 2>/dev/null || echo "$now")))" "$(ip netns pids "$n" 2>/dev/null | wc -l)"
+done | body
 sec links
 ip -o link show type veth 2>/dev/null | body
 sec backups

@@ -63,6 +63,7 @@ export function parseNodeState(output: string): NodeState {
     throw new Error('the node state came back truncated (no end marker)');
   }
   const one = (name: string) => sections.find((s) => s.name === name);
+  const netnsLines = (one('netns')?.lines ?? []).filter((l) => l !== '').map((l) => l.split('\t'));
   const meta = keyValues(one('meta')?.lines ?? []);
   const os = keyValues(one('os-release')?.lines ?? []);
   const tools = new Set(one('tools')?.lines ?? []);
@@ -88,7 +89,8 @@ export function parseNodeState(output: string): NodeState {
     runtimeReachable: false,
     sandboxes: [],
     containers: [],
-    netns: one('netns')?.lines.filter((l) => l !== '') ?? [],
+    netns: netnsLines.map(([name]) => name!),
+    netnsActivity: Object.fromEntries(netnsLines.map(([name, age, pids]) => [name!, { ageSeconds: Number(age ?? 0), processes: Number(pids ?? 0) }])),
     veths: (one('links')?.lines ?? []).map(parseVethLine).filter((v): v is { name: string; master: string | null } => v !== null),
     backups: one('backups')?.lines.filter((l) => l !== '') ?? [],
   };

@@ -134,6 +134,8 @@ export interface NodeState {
   sandboxes: Sandbox[];
   containers: RuntimeContainer[];
   netns: string[];
+  /** Per pinned netns: seconds since it was pinned and how many processes live in it. */
+  netnsActivity: Record<string, { ageSeconds: number; processes: number }>;
   veths: Array<{ name: string; master: string | null }>;
   backups: string[];
 }

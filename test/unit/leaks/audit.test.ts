@@ -82,7 +82,13 @@ describe('leak audit', () => {
   });
 
   it('finds pinned network namespaces nothing refers to', () => {
-    const state = emptyState({ services: {}, netns: ['cni-1234'] });
+    const state = emptyState({ services: {}, netns: ['cni-1234'], netnsActivity: { 'cni-1234': { ageSeconds: 600, processes: 0 } } });
     expect(audit(state).findings.map((f) => f.class)).toEqual(['netns-orphan']);
+  });
+
+  it('does not call a netns an orphan while a process lives in it or while it is young (containerd 1.6 caches no netns)', () => {
+    const netns = ['cni-live', 'cni-new', 'cni-dead'];
+    const netnsActivity = { 'cni-live': { ageSeconds: 600, processes: 1 }, 'cni-new': { ageSeconds: 5, processes: 0 }, 'cni-dead': { ageSeconds: 600, processes: 0 } };
+    expect(audit(emptyState({ services: {}, netns, netnsActivity })).findings.map((f) => f.evidence.file)).toEqual(['/var/run/netns/cni-dead']);
   });
 });

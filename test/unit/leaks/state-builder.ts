@@ -28,6 +28,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     sandboxes: [],
     containers: [],
     netns: [],
+    netnsActivity: {},
     veths: [],
     backups: [],
     ...overrides,

@@ -1,0 +1,96 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
+import { newStack } from './pulumi.js';
+
+// The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on
+// each node, pods with real containerd sandboxes on kindnetd's network (ptp + host-local in /run/cni-ipam-state).
+const exec = promisify(execFile);
+const kind = () => {
+  const k = bed().kind;
+  if (!k) throw new Error('the bed has no kind cluster: run testbed/up without --no-kind');
+  return k;
+};
+const onNode = async (node: string, script: string) =>
+  (await exec('docker', ['-H', bed().bedDockerHost, 'exec', node, 'sh', '-c', script], { maxBuffer: 16 * 2 ** 20 })).stdout;
+const kindKubectl = async (...args: string[]) => (await exec(bed().kubectl, ['--kubeconfig', kind().kubeconfig, ...args])).stdout;
+const access = (node: string) => ['--kubeconfig', kind().kubeconfig, '--transport', 'docker-exec', '--container', node, '--docker-host', bed().bedDockerHost];
+const containerd = async (node: string) => (await onNode(node, "dpkg-query -W -f='${Version} ${db:Status-Abbrev}' containerd")).trim();
+const runningContainerd = async (node: string) =>
+  (await onNode(node, 'pid=$(systemctl show -p MainPID --value containerd); echo "$(readlink /proc/$pid/exe) $(systemctl show -p ExecMainStartTimestampMonotonic --value containerd)"')).trim().split(' ');
+const webReady = async () => JSON.parse(await kindKubectl('-n', 'demo', 'get', 'deploy', 'web', '-o', 'json')).status.readyReplicas === 6;
+
+/** A worker back at the old containerd through its apt, held, serving, uncordoned, no runbook Lease. */
+async function resetWorker(node: string): Promise<void> {
+  const old = bed().containerd.old;
+  await onNode(node, `if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${old}' ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${old}' >/dev/null
+    fi
+    apt-mark hold containerd >/dev/null; systemctl start containerd kubelet`);
+  await kindKubectl('uncordon', node);
+  await kindKubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${node}`, '--ignore-not-found');
+  await waitFor(webReady, 120_000, 'demo/web back at 6 ready pods');
+}
+
+describe('a real kind cluster: real systemd, real kubelet, Debian containerd', () => {
+  beforeAll(async () => {
+    for (const w of kind().workers) await resetWorker(w);
+  });
+
+  it('finds a leaked reservation under kindnetd\'s /run/cni-ipam-state on a worker and reclaims it', async () => {
+    const node = kind().workers[1]!;
+    const cidr = (await kindKubectl('get', 'node', node, '-o', 'jsonpath={.spec.podCIDR}')).trim();
+    const leak = `/run/cni-ipam-state/kindnet/${cidr.replace(/\.0\/24$/, '.250')}`;
+    await onNode(node, `printf '${'ab'.repeat(32)}\\r\\neth0' > ${leak}`);
+    const audit = await auditNode([node, '--output', 'json', ...access(node)]);
+    expect(audit.code, audit.stderr).toBe(13);
+    expect(JSON.parse(audit.stdout).findings.map((f: any) => `${f.class} ${f.evidence.file}`)).toEqual([`ip-reservation-leaked ${leak}`]);
+    const reclaim = await auditNode([node, '--output', 'json', '--reclaim', '--grace', '0', '--interval', '1', ...access(node)]);
+    expect(reclaim.code, reclaim.stderr).toBe(0);
+    expect(JSON.parse(reclaim.stdout).after.findings).toEqual([]);
+    expect(await onNode(node, `test -e ${leak} && echo present || echo gone`)).toContain('gone');
+  });
+
+  it('upgrades a worker\'s containerd through apt: systemd restarts it on the new binary, sandboxes go through crictl, no leak', async () => {
+    const node = kind().workers[0]!;
+    const { new: target, old } = bed().containerd;
+    const [, startedBefore] = await runningContainerd(node);
+    const sandboxes = Number((await onNode(node, 'crictl pods -q | wc -l')).trim());
+    expect(sandboxes).toBeGreaterThan(0);
+    const result = await upgradeNode([node, '--to', `containerd=${target}`, '--output', 'json', ...DRAIN_FLAGS, ...access(node)]);
+    expect(result.code, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report.versions.before).toEqual({ containerd: old });
+    expect(report.steps.find((s: any) => s.name === 'teardown-sandboxes').summary).toMatch(/[1-9]\d* sandbox\(es\) removed/);
+    expect(report.audit).toMatchObject({ verdict: 'clean', findings: 0 });
+    expect(await containerd(node)).toBe(`${target} hi`);
+    const [exe, startedAfter] = await runningContainerd(node);
+    expect(exe).toBe('/usr/bin/containerd');
+    expect(Number(startedAfter)).toBeGreaterThan(Number(startedBefore));
+    const nodeInfo = JSON.parse(await kindKubectl('get', 'node', node, '-o', 'json')).status.nodeInfo;
+    expect(nodeInfo.containerRuntimeVersion).toBe(`containerd://${target.split('~')[0]}`);
+    await waitFor(webReady, 120_000, 'demo/web back at 6 ready pods');
+  });
+
+  it('pulumi up upgrades every worker through docker exec, leak-free, and a second up changes nothing', async () => {
+    const { workers, kubeconfig } = kind();
+    for (const w of workers) await resetWorker(w);
+    const stack = await newStack('kind');
+    await stack.set('nodes', JSON.stringify(workers));
+    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.new }));
+    await stack.set('kubeconfig', kubeconfig);
+    await stack.set('dockerExec', JSON.stringify({ dockerHost: bed().bedDockerHost, containers: Object.fromEntries(workers.map((w) => [w, w])) }));
+    await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5 }));
+    await stack.run(['up', '--yes']);
+    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    for (const w of workers) {
+      expect(outputs.nodes[w]).toMatchObject({ result: 'upgraded', versionsAfter: { containerd: bed().containerd.new }, audit: { findings: 0 } });
+      expect(await containerd(w)).toBe(`${bed().containerd.new} hi`);
+      const audit = await auditNode([w, '--output', 'json', ...access(w)]);
+      expect(audit.code, audit.stdout).toBe(0);
+    }
+    const again = await stack.run(['up', '--yes']);
+    expect(again.stdout).toMatch(new RegExp(`${workers.length + 1} unchanged`));
+  });
+});
