@@ -20,7 +20,7 @@ export interface Testbed {
   realNode: string;
   nodes: Array<{ name: string; sshPort: number; container: string | null }>;
   /** The bed's kind cluster (testbed/lib/kind.sh): its nodes are containers on the bed's dockerd. */
-  kind: { name: string; kubeconfig: string; controlPlane: string; workers: string[] } | null;
+  kind: { name: string; kubeconfig: string; controlPlane: string; workers: string[]; bin: string } | null;
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

@@ -20,8 +20,8 @@ write_env() {
     done
   fi
   local kind='null'
-  [ -s "$KIND_KUBECONFIG" ] && kind=$(jq -n --arg kc "$KIND_KUBECONFIG" --arg name "$KIND_CLUSTER" --arg cp "$KIND_CLUSTER-control-plane" \
-    --argjson workers "$(kind_workers | jq -R . | jq -sc .)" '{name: $name, kubeconfig: $kc, controlPlane: $cp, workers: $workers}')
+  [ -s "$KIND_KUBECONFIG" ] && kind=$(jq -n --arg kc "$KIND_KUBECONFIG" --arg name "$KIND_CLUSTER" --arg cp "$KIND_CLUSTER-control-plane" --arg bin "$KIND_BIN/kind" \
+    --argjson workers "$(kind_workers | jq -R . | jq -sc .)" '{name: $name, kubeconfig: $kc, controlPlane: $cp, workers: $workers, bin: $bin}')
   jq -n --arg kc "$ADMIN_KUBECONFIG" --arg key "$SSH_KEY" --arg kh "$KNOWN_HOSTS" --arg user "$SSH_USER" \
     --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" \
     --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" --argjson kind "$kind" \
