@@ -1,6 +1,8 @@
+import { getNode } from '../cluster/nodes.js';
 import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
 import { liveness } from '../leaks/liveness.js';
 import { canonicalIp } from '../node/cni/host-local.js';
+import { reportedRuntimeAtTargets } from '../node/runtime/binaries.js';
 import { criDockerdCommandLine, flagValue, kubeletCommandLine } from '../node/state/command-lines.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
@@ -43,7 +45,7 @@ export const proveNode: Step<ProvePlan> = {
     const name = smokePodName(ctx.runId);
     return {
       smokePod: `${ctx.options.leaseNamespace}/${name}`,
-      actions: [`start smoke pod ${ctx.options.leaseNamespace}/${name} on ${ctx.options.node}: a sandbox and an IP with a live reservation`, 'delete it', 'audit the node for leaks'],
+      actions: [`start smoke pod ${ctx.options.leaseNamespace}/${name} on ${ctx.options.node}: a sandbox and an IP with a live reservation`, 'delete it', "check the runtime version the node reports (kubelet's nodeInfo)", 'audit the node for leaks'],
       summary: 'will prove the node with a smoke pod and the leak audit',
     };
   },
@@ -80,8 +82,9 @@ export const proveNode: Step<ProvePlan> = {
     }
     ctx.progress(`smoke pod: ${proof}; deleting it`);
     await removeSmokePod(ctx);
+    const reported = await nodeReportsTargets(ctx);
     const report = await settledAudit(ctx);
-    return `smoke pod got ${proof}; audit ${cleanSummary(report)}`;
+    return `smoke pod got ${proof}; ${reported}; audit ${cleanSummary(report)}`;
   },
   async verify() {},
   async rollback(ctx) {
@@ -89,6 +92,23 @@ export const proveNode: Step<ProvePlan> = {
     return 'smoke pod removed';
   },
 };
+
+/** kubelet's own report of the runtime it talks to must reach the targets (its next status sync may take a while). */
+async function nodeReportsTargets(ctx: RunContext): Promise<string> {
+  let reported: string | undefined;
+  await waitUntil(
+    `node ${ctx.options.node} to report the target runtime version`,
+    async () => {
+      reported = (await getNode(ctx.cluster, ctx.options.node)).status?.nodeInfo?.containerRuntimeVersion;
+      const seen = reportedRuntimeAtTargets(reported, ctx.options.targets);
+      return seen.status === 'differs' ? seen.message : true;
+    },
+    { timeoutMs: 60_000, intervalMs: 2_000, onChange: (seen) => ctx.progress(seen) },
+  );
+  const last = reportedRuntimeAtTargets(reported, ctx.options.targets);
+  if (last.status === 'unreported') return `${last.message}: the daemon's own version was checked instead`;
+  return last.status === 'matches' ? `the node reports ${reported}` : `the node reports ${reported} (not the upgraded runtime)`;
+}
 
 /** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */
 async function removeSmokePod(ctx: RunContext): Promise<void> {

@@ -64,6 +64,7 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     expect(report.versions.before).toEqual({ containerd: old });
     expect(report.steps.find((s: any) => s.name === 'teardown-sandboxes').summary).toMatch(/[1-9]\d* sandbox\(es\) removed/);
     expect(report.audit).toMatchObject({ verdict: 'clean', findings: 0 });
+    expect(report.steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports containerd://${target.split('~')[0]}`);
     expect(await containerd(node)).toBe(`${target} hi`);
     const [exe, startedAfter] = await runningContainerd(node);
     expect(exe).toBe('/usr/bin/containerd');

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectlJson, upgradeNode } from './bed.js';
-import { expectServing, lease, realNode, report, setFault, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { bed, kubectl, kubectlJson, upgradeNode } from './bed.js';
+import { expectServing, fleetHost, lease, realNode, report, setFault, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
 
 // Failures before the point of no return on the real node (cri-dockerd, kubenet, real apt, runtime packages held):
 // each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned.
@@ -91,5 +91,41 @@ describe('failures before the point of no return are rolled back', () => {
     expect(r.steps.find((s: any) => s.name === 'prove-node').error).toMatch(/smoke pod .* to get a sandbox and an IP.*no IP addresses available/s);
     expect(undone(r)[0]).toEqual(['prove-node', 'done']);
     await expectServing(t, bed().containerd.old);
+  });
+});
+
+describe('the node reporting another runtime version after the upgrade', () => {
+  // kubelet reports the runtime it talks to in nodeInfo.containerRuntimeVersion; kwok writes the fleet nodes' status,
+  // so the report is set by hand here, as a kubelet still attached to another containerd would send it.
+  const f = fleetHost('fleet-3');
+  const setReported = (version: string) =>
+    kubectl('patch', 'node', f.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { nodeInfo: { containerRuntimeVersion: version } } }));
+  let kwokReport = '';
+  beforeAll(async () => {
+    await f.reset();
+    // kwok reports its own version as the runtime's, as the kubelet's ("kwok-0.7.0"): restored from there, so a run
+    // killed mid-test leaves nothing behind for the next.
+    kwokReport = (await kubectlJson('get', 'node', f.name)).status.nodeInfo.kubeletVersion;
+    await setReported(kwokReport);
+  });
+  afterEach(async () => {
+    await setReported(kwokReport);
+    await f.reset();
+  });
+
+  it('is rolled back before uncordon (exit 11), the proof naming what the node reports', async () => {
+    await setReported('containerd://1.5.9');
+    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.pointOfNoReturn).toBe(false);
+    expect(r.steps.find((s: any) => s.name === 'prove-node').error).toContain('the node reports containerd://1.5.9, not 1.6.20 (containerd 1.6.20~ds1-1+deb12u3)');
+    await expectServing(f, bed().containerd.old);
+  });
+
+  it('a node that reports no runtime version (kwok) is proven on the daemon\'s own version, and says so', async () => {
+    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(0);
+    expect(report(result).steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports its runtime as "${kwokReport}", no <runtime>://<version>: the daemon's own version was checked instead`);
   });
 });

@@ -79,3 +79,27 @@ export function notAtTarget(targets: Record<string, string>, running: Map<string
     return [];
   });
 }
+
+/** The runtime kubelet reports per package, as "<name>://<version>" in the Node's nodeInfo.containerRuntimeVersion. */
+const REPORTED_RUNTIME: Record<string, string> = { containerd: 'containerd', 'containerd.io': 'containerd', 'docker.io': 'docker', 'docker-ce': 'docker' };
+
+export type ReportedRuntime = { status: 'matches' | 'not-applicable' } | { status: 'differs' | 'unreported'; message: string };
+
+/**
+ * What the node's own report says of the targets: kubelet's nodeInfo.containerRuntimeVersion must carry the target's
+ * upstream version when it names the upgraded runtime. A report that names no runtime kubelet speaks to (kwok's
+ * "kwok-0.7.0") is unreported; a target kubelet does not talk to (containerd under cri-dockerd) is not applicable.
+ */
+export function reportedRuntimeAtTargets(reported: string | undefined, targets: Record<string, string>): ReportedRuntime {
+  const match = /^([a-z0-9-]+):\/\/(.+)$/.exec(reported ?? '');
+  if (!match) return { status: 'unreported', message: `the node reports its runtime as "${reported ?? ''}", no <runtime>://<version>` };
+  const [, name, version] = match;
+  const relevant = Object.entries(targets).filter(([p]) => REPORTED_RUNTIME[p] === name);
+  if (relevant.length === 0) return { status: 'not-applicable' };
+  // Debian's upstream part less its repack marks ("1.6.20~ds1" -> "1.6.20", "20.10.24+dfsg1" -> "20.10.24").
+  const release = (v: string) => upstreamVersion(v).split(/[~+]/)[0]!;
+  const reports = (r: string) => version === r || (version!.startsWith(r) && /^[-+~]/.test(version!.slice(r.length)));
+  const wrong = relevant.filter(([, v]) => !reports(release(v)));
+  if (wrong.length > 0) return { status: 'differs', message: `the node reports ${reported}, not ${wrong.map(([p, v]) => `${release(v)} (${p} ${v})`).join(', ')}` };
+  return { status: 'matches' };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { notAtTarget, notRunningFromPackage, parseRunningBinaries, upstreamVersion } from '../../../src/node/runtime/binaries.js';
+import { notAtTarget, notRunningFromPackage, parseRunningBinaries, upstreamVersion, reportedRuntimeAtTargets } from '../../../src/node/runtime/binaries.js';
 
 // Lines as the script printed them on the bed's real node; the others as kind and a not-restarted daemon look.
 const REAL_NODE = [
@@ -34,5 +34,23 @@ describe('the running runtime binaries', () => {
     expect(upstreamVersion('1:1.6.20~ds1-1+deb12u3')).toBe('1.6.20~ds1');
     expect(upstreamVersion('5:27.3.1-1~debian.12~bookworm')).toBe('27.3.1');
     expect(upstreamVersion('0.4.3')).toBe('0.4.3');
+  });
+});
+
+describe('the runtime version the node reports (nodeInfo.containerRuntimeVersion)', () => {
+  const containerd = { containerd: '1.6.20~ds1-1+deb12u3' };
+  it('matches the target\'s upstream release', () => {
+    expect(reportedRuntimeAtTargets('containerd://1.6.20', containerd)).toEqual({ status: 'matches' });
+    expect(reportedRuntimeAtTargets('docker://20.10.24', { 'docker.io': '20.10.24+dfsg1-1+deb12u1+b6+nmtest1' })).toEqual({ status: 'matches' });
+    expect(reportedRuntimeAtTargets('containerd://1.6.21-1', { 'containerd.io': '1.6.21-1' })).toEqual({ status: 'matches' });
+  });
+  it('differs when kubelet still talks to another version', () => {
+    expect(reportedRuntimeAtTargets('containerd://1.6.2', containerd)).toMatchObject({ status: 'differs', message: 'the node reports containerd://1.6.2, not 1.6.20 (containerd 1.6.20~ds1-1+deb12u3)' });
+    expect(reportedRuntimeAtTargets('containerd://1.6.200', containerd)).toMatchObject({ status: 'differs' });
+  });
+  it('says when the node reports no runtime, and when kubelet does not talk to the upgraded one', () => {
+    expect(reportedRuntimeAtTargets('kwok-0.7.0', containerd)).toMatchObject({ status: 'unreported' });
+    expect(reportedRuntimeAtTargets(undefined, containerd)).toMatchObject({ status: 'unreported' });
+    expect(reportedRuntimeAtTargets('docker://20.10.24', containerd)).toEqual({ status: 'not-applicable' });
   });
 });
