@@ -1,12 +1,21 @@
 import { command } from './transport/quote.js';
 
 // Service control through systemctl (systemd, or the test bed's stand-in): one script per batch of units.
+
+/** The socket units that start a service on demand (docker.socket for docker): a client would restart it mid-upgrade. */
+const triggerSockets = (u: string) =>
+  `systemctl show -p TriggeredBy ${command(u)} 2>/dev/null | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | grep -E '^[A-Za-z0-9@._-]+\\.socket$'`;
+
+/** Stops each unit, its activating sockets first, so that no client (a state read's `docker info`) revives it. */
 export function stopUnitsScript(units: string[]): string {
-  return units.map((u) => `systemctl stop ${command(u)}`).join(' && ');
+  return units.map((u) => `{ for s in $(${triggerSockets(u)}); do systemctl stop "$s" || exit 1; done; systemctl stop ${command(u)}; }`).join(' && ');
 }
 
+/** Starts each unit, then its activating sockets that are enabled (those the stop took down, and only those). */
 export function startUnitsScript(units: string[]): string {
-  return units.map((u) => `systemctl start ${command(u)}`).join(' && ');
+  return units
+    .map((u) => `systemctl start ${command(u)} && for s in $(${triggerSockets(u)}); do [ "$(systemctl is-enabled "$s" 2>/dev/null)" != enabled ] || systemctl start "$s" || exit 1; done`)
+    .join(' && ');
 }
 
 /** Prints "unit active|inactive" per unit. */

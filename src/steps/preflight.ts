@@ -6,7 +6,7 @@ import type { List, PodDisruptionBudget } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
-import { detectFlavor, runtimeUnits } from '../node/runtime/flavor.js';
+import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import { finishedEarlier, type PriorState } from '../runbook/journal.js';
@@ -56,7 +56,7 @@ export const preflight: Step<PreflightPlan> = {
       kubeletActive: state.services.kubelet?.active === true,
       packages: Object.fromEntries(Object.keys(options.targets).map((p) => [p, state.packages[p]!])),
       held: Object.entries(state.packageDb.records).filter(([, r]) => r.held).map(([p]) => p),
-      runtimeServices: runtimeUnits(flavor).filter((u) => state.services[u]?.active),
+      runtimeServices: servicesOfUpgrade(flavor, Object.keys(options.targets)).filter((u) => state.services[u]?.active),
       flavor,
       networkMode: net.mode,
     };

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { auditNode, bed, DRAIN_FLAGS, FAULTS_DIR, upgradeNode, waitFor } from './bed.js';
+import { stepLine } from './faults.js';
 import { newStack } from './pulumi.js';
 
 // The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on
@@ -93,5 +95,30 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     }
     const again = await stack.run(['up', '--yes']);
     expect(again.stdout).toMatch(new RegExp(`${workers.length + 1} unchanged`));
+  });
+
+  it('docker.io beside kubelet\'s containerd, socket-activated: the upgrade takes docker.socket down with dockerd, no client revives it mid-install, both come back', async () => {
+    const node = kind().workers[1]!;
+    const { old, new: target } = bed().docker;
+    const status = async () => (await onNode(node, 'systemctl is-active docker.socket docker || true')).trim().split('\n');
+    await onNode(node, `DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io='${old}' >/dev/null && apt-mark hold docker.io >/dev/null`);
+    try {
+      expect(await status()).toEqual(['active', 'active']);
+      // The install's preinst waits 30 s: meanwhile a client (here docker info, in the runbook a state read) knocks.
+      await onNode(node, `mkdir -p ${FAULTS_DIR} && touch ${FAULTS_DIR}/preinst-slow`);
+      let probe: Promise<string[]> | undefined;
+      const result = await upgradeNode([node, '--to', `docker.io=${target}`, '--output', 'json', ...DRAIN_FLAGS, ...access(node)], {
+        onStderr: (text) => {
+          if (probe || !text.includes(stepLine('upgrade-runtime'))) return;
+          probe = sleep(10_000).then(async () => [(await onNode(node, 'docker info >/dev/null 2>&1 && echo answered || echo refused')).trim(), ...(await status())]);
+        },
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(await probe).toEqual(['refused', 'inactive', 'inactive']);
+      expect(await status()).toEqual(['active', 'active']);
+      expect((await onNode(node, "dpkg-query -W -f='${Version} ${db:Status-Abbrev}' docker.io")).trim()).toBe(`${target} hi`);
+    } finally {
+      await onNode(node, `rm -rf ${FAULTS_DIR}; DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --allow-change-held-packages docker.io >/dev/null`);
+    }
   });
 });

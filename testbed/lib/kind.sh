@@ -5,7 +5,8 @@
 KIND_CLUSTER=nm-kind
 KIND_KUBECONFIG="$TB_STATE/kind.kubeconfig"
 KIND_POD_SUBNET=10.244.0.0/16
-KIND_NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,containernetworking-plugins,apt-utils,socat
+KIND_NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,containernetworking-plugins,apt-utils,socat,tini
+# tini: docker.io's one dependency outside the local apt repository (a test runs dockerd beside kubelet's containerd).
 KIND_FILES="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
 # kubeadm 1.32.5's own image names; etcd is the bed's v3.5.21, so the cluster config names its tag.
 KIND_ETCD_TAG="${ETCD_VERSION#v}-0"

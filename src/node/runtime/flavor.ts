@@ -1,3 +1,4 @@
+import { DAEMON_UNITS } from './binaries.js';
 import { flagValue, kubeletCommandLine } from '../state/command-lines.js';
 import type { NodeState, RuntimeFlavor } from '../state/types.js';
 
@@ -29,6 +30,15 @@ export function runtimeUnits(flavor: RuntimeFlavor): string[] {
     default:
       return [];
   }
+}
+
+/**
+ * The services an upgrade stops and starts again, in start order: the flavor's own, and the daemon of each target
+ * package (docker.io on a containerd node that also runs dockerd for builds).
+ */
+export function servicesOfUpgrade(flavor: RuntimeFlavor, targets: string[]): string[] {
+  const wanted = new Set([...runtimeUnits(flavor), ...targets.map((p) => DAEMON_UNITS[p]).filter((u): u is string => u !== undefined)]);
+  return ['containerd', 'docker', 'cri-docker'].filter((u) => wanted.has(u));
 }
 
 /** Packages whose files the runtime's units execute: those are the ones an upgrade may replace. */
