@@ -1,5 +1,6 @@
 import { getNode, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
 import { RunbookError } from '../errors.js';
+import { ownPidsScript } from '../node/processes.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js';
@@ -32,7 +33,7 @@ export const stopKubelet: Step = {
     await waitUntil(
       'kubelet to stop',
       async () => {
-        const out = await run(ctx.transport, `${unitStatesScript(['kubelet'])}; pidof kubelet >/dev/null && echo running || true`);
+        const out = await run(ctx.transport, `${unitStatesScript(['kubelet'])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
         return !parseUnitStates(out).get('kubelet') && !out.includes('running') ? true : 'still running';
       },
       { timeoutMs: 30_000, intervalMs: 500 },

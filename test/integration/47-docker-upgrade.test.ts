@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
 import { expectServing, realNode, report, setFault } from './faults.js';
+import { configureBedFleet, newStack } from './pulumi.js';
 
 // The mission's main use: docker upgraded on a node where kubelet runs on cri-dockerd with kubenet. On the real node,
 // through the real apt: docker.io from Debian's version to the bed's repack of it (a higher version, same binaries),
@@ -39,5 +40,18 @@ describe('docker.io upgraded and rolled back on the real node (cri-dockerd, kube
     expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toBe(`reinstalled docker.io ${bed().docker.old}`);
     expect(await dockerStatus()).toBe(`${bed().docker.old} hi `);
     await expectServing(t, bed().containerd.old);
+  });
+
+  it('pulumi up upgrades docker.io on the docker node of a fleet, and a second up changes nothing', async () => {
+    await t.reset();
+    const stack = await newStack('docker');
+    await configureBedFleet(stack, [t.name], 1);
+    await stack.set('targets', JSON.stringify({ 'docker.io': bed().docker.new }));
+    await stack.run(['up', '--yes']);
+    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', versionsBefore: { 'docker.io': bed().docker.old }, versionsAfter: { 'docker.io': bed().docker.new }, audit: { findings: 0 } });
+    expect(await dockerStatus()).toBe(`${bed().docker.new} hi `);
+    expect(await runningDockerd()).toBe('/usr/sbin/dockerd\ndocker.io');
+    expect((await stack.run(['up', '--yes'])).stdout).toMatch(/2 unchanged/);
   });
 });

@@ -1,6 +1,7 @@
 // The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
 // ("@@name args") and content lines ("|text"). It reads files with one awk per directory, never a command per file.
 import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
+import { ownPidsScript } from '../processes.js';
 
 export const STATE_DIRS = {
   /** host-local's default dataDir; a network's own `ipam.dataDir` (kindnetd: /run/cni-ipam-state) is read too. */
@@ -51,7 +52,7 @@ sec services
 for u in ${UNITS.join(' ')}; do echo "Unit=$u"; systemctl show -p LoadState,ActiveState,MainPID,ExecStart "$u" 2>/dev/null; done | body
 sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
-  for p in $(pidof "$n" 2>/dev/null); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
+  for p in $(${ownPidsScript('"$n"')}); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
 done | body
 # kubeadm keeps kubelet's flags in an environment file its unit expands, and the runtime endpoint in its config.
 sec kubelet-env

@@ -1,0 +1,6 @@
+/**
+ * Shell: the PIDs of processes named NAME in the node's own PID namespace. pidof also sees the processes of containers
+ * the node hosts (the kubelets and containerds of kind nodes on a CI runner), which are not the node's daemons.
+ */
+export const ownPidsScript = (name: string) =>
+  `for p in $(pidof ${name} 2>/dev/null); do [ "$(readlink /proc/$p/ns/pid)" = "$(readlink /proc/$$/ns/pid)" ] && echo "$p"; done`;
