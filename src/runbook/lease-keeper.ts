@@ -140,8 +140,10 @@ export class LeaseKeeper {
   async release(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     if (this.state !== 'held' && this.state !== 'suspended') return;
-    const lease = this.lease;
     await this.enqueue(async () => {
+      // The Lease as the last renewal or journal write queued before this left it: a copy taken before them would
+      // carry an old resourceVersion, be refused (409), and leave the Lease held after a finished run.
+      const lease = this.lease;
       // Left held if it cannot be written: a later run of this machine takes it over at once, others after its time.
       if (lease) {
         const free = { ...lease, spec: { ...lease.spec, holderIdentity: null, acquireTime: null, renewTime: microTime() } };

@@ -89,3 +89,16 @@ describe('the LeaseKeeper fence', () => {
     await keeper.release();
   });
 });
+
+describe('releasing the Lease', () => {
+  it('frees it even when a journal write was queued just before (its resourceVersion is the one to send)', async () => {
+    const api = fakeApi();
+    const keeper = keeperOn(api);
+    await keeper.acquire();
+    const journal = { runId: 'r', steps: {} } as never;
+    const writing = keeper.save(journal);
+    await keeper.release();
+    await writing;
+    expect(api.holder()).toBeNull();
+  });
+});
