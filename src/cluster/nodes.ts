@@ -15,6 +15,12 @@ export function isReady(node: Node): boolean {
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
+/** When kubelet last posted the Ready condition (ms since the epoch, kubelet's clock), or undefined. */
+export function readyPostedAt(node: Node): number | undefined {
+  const at = node.status?.conditions?.find((c) => c.type === 'Ready')?.lastHeartbeatTime;
+  return at ? Date.parse(at) : undefined;
+}
+
 export function readyMessage(node: Node): string {
   const c = node.status?.conditions?.find((x) => x.type === 'Ready');
   return c ? `${c.status}${c.reason ? ` (${c.reason}: ${c.message ?? ''})` : ''}` : 'unknown';

@@ -16,7 +16,7 @@ export interface Node {
   metadata: ObjectMeta;
   spec: { unschedulable?: boolean; podCIDR?: string; podCIDRs?: string[]; taints?: Array<{ key: string; effect: string }> };
   status?: {
-    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastHeartbeatTime?: string }>;
     nodeInfo?: { containerRuntimeVersion?: string; kubeletVersion?: string };
     addresses?: Array<{ type: string; address: string }>;
   };

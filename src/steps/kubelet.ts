@@ -1,4 +1,4 @@
-import { getNode, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
+import { getNode, isReady, podCidr, readyMessage, readyPostedAt } from '../cluster/nodes.js';
 import { RunbookError } from '../errors.js';
 import { ownPidsScript } from '../node/processes.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
@@ -10,9 +10,14 @@ async function kubeletActive(ctx: RunContext): Promise<boolean> {
   return parseUnitStates(await run(ctx.transport, unitStatesScript(['kubelet']))).get('kubelet') === true;
 }
 
+/** Starts kubelet; returns the node's clock (ms, whole seconds) just before, which kubelet stamps its heartbeats with. */
+async function startKubeletUnit(ctx: RunContext): Promise<number> {
+  const out = await run(ctx.transport, `date +%s && ${startUnitsScript(['kubelet'])}`, { timeoutMs: 120_000 });
+  return Number.parseInt(out.trim().split('\n')[0], 10) * 1000;
+}
+
 async function startKubeletAndWait(ctx: RunContext): Promise<string> {
-  await run(ctx.transport, startUnitsScript(['kubelet']), { timeoutMs: 120_000 });
-  return waitUntilNodeReady(ctx);
+  return waitUntilNodeReady(ctx, await startKubeletUnit(ctx));
 }
 
 /** Kubelet stopped, so nothing recreates sandboxes or runs garbage collection while the node is worked on. */
@@ -59,8 +64,8 @@ export const startKubelet: Step = {
     return { actions: starting ? ['systemctl start kubelet', wait] : [wait], summary: starting ? 'will start kubelet and wait' : 'kubelet running; will wait for readiness' };
   },
   async apply(ctx, plan) {
-    if (plan.actions.includes('systemctl start kubelet')) await run(ctx.transport, startUnitsScript(['kubelet']), { timeoutMs: 120_000 });
-    return waitUntilNodeReady(ctx);
+    const startedAt = plan.actions.includes('systemctl start kubelet') ? await startKubeletUnit(ctx) : undefined;
+    return waitUntilNodeReady(ctx, startedAt);
   },
   async verify(ctx) {
     const node = await getNode(ctx.cluster, ctx.options.node);
@@ -73,8 +78,12 @@ export const startKubelet: Step = {
   },
 };
 
-/** PodCIDR, Ready and NetworkReady; a runtime network that cannot be asked is not taken as ready. */
-export async function waitUntilNodeReady(ctx: RunContext): Promise<string> {
+/**
+ * PodCIDR, Ready and NetworkReady; a runtime network that cannot be asked is not taken as ready. With `postedSince`,
+ * a Ready condition posted before then (by the kubelet before the stop) is not an answer: the started kubelet's first
+ * status can still say NotReady (kubenet has no netConfig until it has synced the PodCIDR).
+ */
+export async function waitUntilNodeReady(ctx: RunContext, postedSince?: number): Promise<string> {
   let status = '';
   await waitUntil(
     `${ctx.options.node} to be Ready with a PodCIDR and the runtime network`,
@@ -83,8 +92,9 @@ export async function waitUntilNodeReady(ctx: RunContext): Promise<string> {
       const network = (await run(ctx.transport, NETWORK_READY_SCRIPT)).trim();
       if (network === 'unknown') throw new RunbookError('couldNotAudit', `${ctx.options.node} has no crictl: the runtime's network readiness cannot be checked`);
       const cidr = podCidr(node);
-      status = `PodCIDR ${cidr ?? 'none'}, Ready ${readyMessage(node)}, runtime network ${network}`;
-      return cidr && isReady(node) && network === 'ready' ? true : status;
+      const stale = postedSince !== undefined && (readyPostedAt(node) ?? 0) < postedSince;
+      status = `PodCIDR ${cidr ?? 'none'}, Ready ${readyMessage(node)}${stale ? ' (posted before kubelet started)' : ''}, runtime network ${network}`;
+      return cidr && isReady(node) && !stale && network === 'ready' ? true : status;
     },
     { timeoutMs: ctx.options.readyTimeoutSeconds * 1000, onChange: (seen) => ctx.progress(`waiting: ${seen}`) },
   );

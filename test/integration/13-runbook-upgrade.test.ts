@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor } from './bed.js';
+import { bed, DRAIN_FLAGS, FAULTS_DIR, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor } from './bed.js';
 
 describe('upgrade-node on the real node', () => {
   beforeAll(async () => {
@@ -11,6 +11,8 @@ describe('upgrade-node on the real node', () => {
     const podsBefore = await kubectlJson('get', 'pods', '-n', 'demo', '--field-selector', `spec.nodeName=${b.realNode}`);
     const movable = podsBefore.items.filter((p: any) => p.metadata.ownerReferences?.[0]?.kind === 'ReplicaSet');
     expect(movable.length).toBeGreaterThan(0);
+    // kubelet slow to start: until it posts, the node still shows the Ready it posted before the stop.
+    await sh(`mkdir -p ${FAULTS_DIR} && echo 8 > ${FAULTS_DIR}/kubelet-start-delay`);
 
     const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
     expect(result.code, result.stderr + result.stdout).toBe(0);
@@ -19,6 +21,10 @@ describe('upgrade-node on the real node', () => {
     expect(report.versions).toMatchObject({ before: { containerd: b.containerd.old }, after: { containerd: b.containerd.new } });
     expect(report.audit.findings).toBe(0);
     expect(report.backups[0]).toMatch(/^\/var\/lib\/node-maint\/backups\/.+\.tgz$/);
+    // That stale Ready was no answer: start-kubelet waited for one the started kubelet posted.
+    expect(result.stderr).toContain('(posted before kubelet started)');
+    expect(report.steps.find((s: any) => s.name === 'start-kubelet').durationMs).toBeGreaterThan(8000);
+    await sh(`rm -f ${FAULTS_DIR}/kubelet-start-delay`);
 
     expect(await installedContainerd()).toBe(b.containerd.new);
     const node = await kubectlJson('get', 'node', b.realNode);
