@@ -13,6 +13,7 @@ import { makeContext } from './context.js';
 import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { NodeMarker } from './node-marker.js';
 import { validateRunOptions, type RunOptions } from './options.js';
 import type { RunReport, StepReport } from './report.js';
 import { rollbackFromJournal } from './rollback.js';
@@ -67,11 +68,18 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
   try {
     journal = mode === 'run' || !mode ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
     const report = newReport(options, journal, mode ?? 'rollback', started);
+    let marker: NodeMarker | undefined;
     const tracking: EventSink = (e) => {
       if (e.type === 'step' && e.phase === 'start') currentStep = e.step;
+      marker?.observe(e);
       emit(e);
     };
     const ctx = makeContext({ options, cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep });
+    if (!options.dryRun) marker = new NodeMarker(ctx.cluster, options.node, journal.runId, line);
+    // A resumed run or a rollback holds the Lease from the start; a new one from when it decides to act.
+    const markBegin = (state: string) => marker?.begin(journal!.prior?.packages ?? {}, journal!.targets, state);
+    if (mode === 'resume') markBegin('preflight');
+    if (mode === 'rollback') markBegin('failed');
     tracking({ type: 'run', phase: 'start', node: options.node, runId: journal.runId, dryRun: options.dryRun, resuming: mode !== 'run', mode: mode ?? 'rollback' });
     if (!mode) {
       report.result = 'nothing-to-do';
@@ -81,12 +89,16 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       touched = true;
       await finishRollback(ctx, report, tracking);
     } else {
-      touched = await runForward(ctx, report, tracking, keeper, acquire);
+      touched = await runForward(ctx, report, tracking, keeper, async () => {
+        await acquire();
+        markBegin('draining');
+      });
     }
     if (touched) report.steps = mergeJournal(report.steps, journal);
     report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
     report.pointOfNoReturn = journal.pointOfNoReturn;
     report.backups = journal.backups;
+    await marker?.finish(report);
     report.durationMs = Date.now() - started;
     return report;
   } finally {

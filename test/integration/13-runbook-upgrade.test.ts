@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, FAULTS_DIR, installedContainerd, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor } from './bed.js';
+import { bed, DRAIN_FLAGS, FAULTS_DIR, installedContainerd, kubectl, kubectlJson, nodeMaintEvents, resetRealNode, sh, sshFlags, upgradeNode, waitFor, watchNodeLabel } from './bed.js';
 
 describe('upgrade-node on the real node', () => {
   beforeAll(async () => {
@@ -14,10 +14,19 @@ describe('upgrade-node on the real node', () => {
     // kubelet slow to start: until it posts, the node still shows the Ready it posted before the stop.
     await sh(`mkdir -p ${FAULTS_DIR} && echo 8 > ${FAULTS_DIR}/kubelet-start-delay`);
 
+    const states = watchNodeLabel(b.realNode, 'node-maint.io/state');
     const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
     expect(result.code, result.stderr + result.stdout).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.result).toBe('upgraded');
+    // Where operators look: the state label through the run, the run's annotations, its Events on the Node.
+    expect(states.stop()).toEqual(expect.arrayContaining(['draining', 'upgrading', 'verifying', 'done']));
+    expect(await kubectl('get', 'node', b.realNode, '-L', 'node-maint.io/state')).toMatch(/\sdone\s*$/m);
+    const marked = await kubectlJson('get', 'node', b.realNode);
+    expect(marked.metadata.annotations).toMatchObject({ 'node-maint.io/run-id': report.runId, 'node-maint.io/from': `containerd=${b.containerd.old}`, 'node-maint.io/to': `containerd=${b.containerd.new}` });
+    const events = await nodeMaintEvents(b.realNode, report.runId);
+    expect(events.map((e) => e.split(':')[0])).toEqual(['MaintenanceStarted', 'Drained', 'RuntimeUpgraded', 'MaintenanceDone']);
+    expect(await kubectl('describe', 'node', b.realNode)).toContain('MaintenanceDone');
     expect(report.versions).toMatchObject({ before: { containerd: b.containerd.old }, after: { containerd: b.containerd.new } });
     expect(report.audit.findings).toBe(0);
     expect(report.backups[0]).toMatch(/^\/var\/lib\/node-maint\/backups\/.+\.tgz$/);

@@ -1,5 +1,5 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson, upgradeNode } from './bed.js';
+import { bed, kubectl, kubectlJson, nodeMaintEvents, upgradeNode } from './bed.js';
 import { expectServing, fleetHost, lease, realNode, report, setFault, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
 
 // Failures before the point of no return on the real node (cri-dockerd, kubenet, real apt, runtime packages held):
@@ -63,6 +63,11 @@ describe('failures before the point of no return are rolled back', () => {
     expect(steps(r)['start-kubelet']).toBe('failed');
     expect(undone(r).map(([s]: [string]) => s)).toEqual(['start-kubelet', ...UNDO_FROM_UPGRADE]);
     await expectServing(t, bed().containerd.old);
+    // The node says so: labelled rolled-back, and its Events tell the run from start to rollback.
+    expect((await kubectlJson('get', 'node', t.name)).metadata.labels['node-maint.io/state']).toBe('rolled-back');
+    const events = await nodeMaintEvents(t.name, r.runId);
+    expect(events.map((e) => e.split(':')[0])).toEqual(['MaintenanceStarted', 'Drained', 'RuntimeUpgraded', 'RolledBack']);
+    expect(events.at(-1)).toContain(`rolled back to containerd=${bed().containerd.old}`);
   });
 
   it('the smoke pod getting no IP before uncordon (its range full): rolled back, never uncordoned on the new runtime', async () => {

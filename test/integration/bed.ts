@@ -35,6 +35,31 @@ export async function kubectlJson<T = any>(...args: string[]): Promise<T> {
   return JSON.parse(await kubectl(...args, '-o', 'json')) as T;
 }
 
+/** Watches one node and collects each distinct value of a label it shows, in order (a watch, so no value is missed). */
+export function watchNodeLabel(node: string, label: string): { stop: () => string[] } {
+  const b = bed();
+  const jsonpath = `{.metadata.labels.${label.replace(/\./g, '\\.')}}{"\\n"}`;
+  const child = spawn(b.kubectl, ['--kubeconfig', b.kubeconfig, 'get', 'node', node, '-w', '-o', `jsonpath=${jsonpath}`]);
+  const seen: string[] = [];
+  let buffer = '';
+  child.stdout.on('data', (d: Buffer) => {
+    buffer += d.toString();
+    const lines = buffer.split('\n');
+    buffer = lines.pop()!;
+    for (const value of lines) if (seen.at(-1) !== value) seen.push(value);
+  });
+  return { stop: () => (child.kill(), seen) };
+}
+
+/** The Events node-maint posted on a node for one run, oldest first: "Reason: message". */
+export async function nodeMaintEvents(node: string, runId: string): Promise<string[]> {
+  const list = await kubectlJson('get', 'events', '-n', 'default', '--field-selector', `involvedObject.kind=Node,involvedObject.name=${node}`);
+  return list.items
+    .filter((e: any) => e.source?.component === 'node-maint' && e.reportingInstance === runId)
+    .sort((a: any, b: any) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp) || Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion))
+    .map((e: any) => `${e.reason}: ${e.message}`);
+}
+
 export async function sh(script: string): Promise<string> {
   const { stdout } = await exec('bash', ['-c', script], { maxBuffer: 64 * 2 ** 20 });
   return stdout;
