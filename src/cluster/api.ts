@@ -53,6 +53,8 @@ export class Cluster {
     private readonly timeoutMs: number,
     private readonly toleranceMs: number,
     private readonly hooks: Hooks = {},
+    /** Requests sent, shared by every Cluster made from the same connect (benchmarks count them). */
+    private readonly counter = { sent: 0 },
   ) {}
 
   static async connect(options: ClusterOptions = {}): Promise<Cluster> {
@@ -76,7 +78,12 @@ export class Cluster {
 
   /** The same cluster, with a fence before every write and a line for every retry. */
   withHooks(hooks: Hooks): Cluster {
-    return new Cluster(this.kc, this.timeoutMs, hooks.outageToleranceMs ?? this.toleranceMs, { ...this.hooks, ...hooks });
+    return new Cluster(this.kc, this.timeoutMs, hooks.outageToleranceMs ?? this.toleranceMs, { ...this.hooks, ...hooks }, this.counter);
+  }
+
+  /** How many requests (watches included) this connection has sent. */
+  get requestsSent(): number {
+    return this.counter.sent;
   }
 
   get server(): string {
@@ -110,7 +117,45 @@ export class Cluster {
     return this.request<T>('PATCH', path, body, 'application/merge-patch+json');
   }
 
-  private async send<T>(method: string, path: string, body: unknown, contentType: string, timeoutMs: number): Promise<T> {
+  /**
+   * A watch (`path` with `watch=1`): `onEvent` for each event as it comes, until `stop()` or the server ends it
+   * (`done` then resolves; it rejects when the connection fails). Not retried: the caller lists again and re-watches.
+   */
+  watch<T>(path: string, onEvent: (type: string, object: T) => void): { done: Promise<void>; stop: () => void } {
+    let stop = () => undefined as void;
+    const done = (async () => {
+      const { url, options, send } = await this.prepare('GET', path, undefined, '', 0);
+      await new Promise<void>((resolve, reject) => {
+        const req = send(options, (res) => {
+          if ((res.statusCode ?? 0) >= 300) {
+            res.resume();
+            return reject(new ApiError(res.statusCode ?? 0, '', `GET ${url.pathname} (watch): ${res.statusCode}`));
+          }
+          let buffer = '';
+          res.on('data', (c: Buffer) => {
+            buffer += c.toString('utf8');
+            const lines = buffer.split('\n');
+            buffer = lines.pop()!;
+            for (const line of lines.filter(Boolean)) {
+              const event = JSON.parse(line) as { type: string; object: T };
+              onEvent(event.type, event.object);
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', () => resolve());
+        });
+        stop = () => {
+          req.destroy();
+          resolve();
+        };
+        req.on('error', (cause) => reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} broke off a watch`, { cause })));
+        req.end();
+      });
+    })();
+    return { done, stop: () => stop() };
+  }
+
+  private async prepare(method: string, path: string, body: unknown, contentType: string, timeoutMs: number) {
     const url = new URL(path, this.server);
     const options: RequestOptions = {
       method,
@@ -118,11 +163,16 @@ export class Cluster {
       port: url.port,
       path: `${url.pathname}${url.search}`,
       headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
-      timeout: timeoutMs,
+      ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}),
     };
     await this.kc.applyToHTTPSOptions(options);
+    this.counter.sent++;
+    return { url, options, send: url.protocol === 'http:' ? httpRequest : httpsRequest };
+  }
+
+  private async send<T>(method: string, path: string, body: unknown, contentType: string, timeoutMs: number): Promise<T> {
+    const { url, options, send } = await this.prepare(method, path, body, contentType, timeoutMs);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     return new Promise<T>((resolve, reject) => {
       const req = send(options, (res) => {
         const chunks: Buffer[] = [];

@@ -1,4 +1,5 @@
-import { evictPod, evictionVersion, waitForPodsGone } from '../cluster/drain/evict.js';
+import { evictWithinBudgets } from '../cluster/drain/budgeted.js';
+import { evictionVersion, waitForPodsGone } from '../cluster/drain/evict.js';
 import { planDrain } from '../cluster/drain/plan.js';
 import { podKey } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
@@ -11,7 +12,7 @@ export interface DrainPlan extends StepPlan {
   waitFor: Pod[];
 }
 
-/** kubectl drain, with the plan (classification) apart from the apply (evictions and waits). */
+/** kubectl drain, with the plan (classification) apart from the apply (evictions paced by the budgets, and waits). */
 export const drain: Step<DrainPlan> = {
   name: 'drain',
   title: 'Drain',
@@ -35,11 +36,7 @@ export const drain: Step<DrainPlan> = {
         attempt === 1 || attempt % 5 === 0 ? ctx.progress(`eviction of ${podKey(pod)} refused (${reason}); retrying`) : undefined,
       onGone: (pod: Pod, ms: number) => ctx.progress(`${podKey(pod)} gone after ${(ms / 1000).toFixed(1)}s`),
     };
-    const results = await Promise.allSettled(
-      plan.evict.map((pod) => evictPod(ctx.cluster, pod, { gracePeriodSeconds: ctx.options.drain.gracePeriodSeconds, deadline, version, progress })),
-    );
-    const failures = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
-    if (failures.length > 0) throw new Error(failures.join('; '));
+    await evictWithinBudgets(ctx.cluster, plan.evict, { gracePeriodSeconds: ctx.options.drain.gracePeriodSeconds, deadline, version, progress });
     await waitForPodsGone(ctx.cluster, ctx.options.node, [...plan.evict, ...plan.waitFor], { deadline, progress });
     return `evicted ${plan.evict.length} pod(s) (${version})`;
   },

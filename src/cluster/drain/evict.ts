@@ -43,11 +43,10 @@ async function goneOrReplaced(cluster: Cluster, pod: Pod): Promise<boolean> {
 }
 
 /**
- * Evicts one pod, retrying while a budget refuses (429), while the API conflicts (409: a budget's status was being
- * updated, or the UID precondition failed) or errs (5xx); resolves once the API accepted the eviction or the pod we
- * meant is gone. A 409 is "gone" only when the pod, read again as kubectl does, is gone or has another UID.
+ * One eviction request: resolves once the API accepted it or the pod we meant is gone (404; a 409 is "gone" only
+ * when the pod, read again as kubectl does, is gone or has another UID); otherwise throws the API's answer.
  */
-export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions): Promise<void> {
+export async function postEviction(cluster: Cluster, pod: Pod, options: Pick<EvictOptions, 'gracePeriodSeconds' | 'version'>): Promise<void> {
   const { name, namespace, uid } = pod.metadata;
   const body = {
     apiVersion: options.version,
@@ -58,18 +57,33 @@ export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions
       preconditions: { uid },
     },
   };
+  try {
+    await cluster.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, body);
+  } catch (e) {
+    if (isNotFound(e)) return;
+    if (e instanceof ApiError && e.status === 409 && (await goneOrReplaced(cluster, pod))) return;
+    throw e;
+  }
+}
+
+/** Worth asking again: a budget refusing (429), a conflict on the budget's status (409), a server error, a namespace terminating. */
+export const isRetriableEviction = (e: unknown) => e instanceof ApiError && (e.status === 429 || e.status === 409 || e.status >= 500 || (e.status === 403 && /terminat/i.test(e.message)));
+
+export const evictionError = (pod: Pod, message: string, cause?: unknown) => new Error(`error when evicting pods/${pod.metadata.name} -n ${pod.metadata.namespace}: ${message}`, { cause });
+
+/**
+ * Evicts one pod, retrying while a budget refuses (429), while the API conflicts (409: a budget's status was being
+ * updated, or the UID precondition failed) or errs (5xx), with backoff up to the deadline, as kubectl drain does.
+ */
+export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions): Promise<void> {
   options.progress?.onEvicting?.(pod);
-  const what = `pods/${name} -n ${namespace}`;
   try {
     await pRetry(
       async () => {
         try {
-          await cluster.request('POST', `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, body);
+          await postEviction(cluster, pod, options);
         } catch (e) {
-          if (isNotFound(e)) return;
-          if (e instanceof ApiError && e.status === 409 && (await goneOrReplaced(cluster, pod))) return;
-          const retriable = e instanceof ApiError && (e.status === 429 || e.status === 409 || e.status >= 500 || (e.status === 403 && /terminat/i.test(e.message)));
-          if (!retriable) throw new AbortError(new Error(`error when evicting ${what}: ${(e as Error).message}`, { cause: e }));
+          if (!isRetriableEviction(e)) throw new AbortError(evictionError(pod, (e as Error).message, e));
           throw e;
         }
       },
@@ -82,7 +96,7 @@ export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions
       },
     );
   } catch (e) {
-    if (e instanceof ApiError) throw new Error(`error when evicting ${what}: global timeout reached: ${e.message}`, { cause: e });
+    if (e instanceof ApiError) throw evictionError(pod, `global timeout reached: ${e.message}`, e);
     throw e;
   }
 }

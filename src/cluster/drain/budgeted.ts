@@ -1,0 +1,129 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cluster } from '../api.js';
+import { isPodReady } from '../pods.js';
+import { matchesSelector } from '../selector.js';
+import type { List, Pod, PodDisruptionBudget } from '../types.js';
+import { evictionError, evictPod, isRetriableEviction, postEviction, type EvictOptions } from './evict.js';
+
+// Evictions paced by the budgets themselves: as many pods of a PodDisruptionBudget as it allows, the moment it allows
+// them (a watch on the budgets tells), where kubectl drain retries every refused eviction every 5 s. Pods no budget
+// covers (or more than one: the API decides) go at once, through evictPod's retries.
+
+const budgetKey = (b: PodDisruptionBudget) => `${b.metadata.namespace}/${b.metadata.name}`;
+/** Waited for at most this long between budget changes, should the watch miss one. */
+const FALLBACK_MS = 5_000;
+/** A batch of evictions changes its budget once per eviction: these updates are let arrive together. */
+const SETTLE_MS = 100;
+
+/** The budgets as last seen, kept current by a watch that lists again and re-watches when the server ends it. */
+class BudgetWatch {
+  readonly latest = new Map<string, PodDisruptionBudget>();
+  private waiters: Array<() => void> = [];
+  private stopped = false;
+  private current?: { stop: () => void };
+
+  constructor(private readonly cluster: Cluster, private readonly path: string) {}
+
+  async start(): Promise<PodDisruptionBudget[]> {
+    const list = await this.cluster.get<List<PodDisruptionBudget>>(this.path);
+    for (const b of list.items) this.latest.set(budgetKey(b), b);
+    void this.follow(list.metadata.resourceVersion);
+    return list.items;
+  }
+
+  private async follow(resourceVersion: string | undefined): Promise<void> {
+    let rv = resourceVersion;
+    while (!this.stopped) {
+      const w = this.cluster.watch<PodDisruptionBudget>(`${this.path}?watch=1&timeoutSeconds=300${rv ? `&resourceVersion=${rv}` : ''}`, (type, b) => {
+        if (type === 'ERROR') return;
+        rv = b.metadata.resourceVersion;
+        this.latest.set(budgetKey(b), b);
+        this.wake();
+      });
+      this.current = w;
+      await w.done.catch(() => undefined);
+      if (this.stopped) return;
+      await sleep(500);
+      rv = undefined; // a broken or expired watch starts again from a fresh list
+      const list = await this.cluster.get<List<PodDisruptionBudget>>(this.path).catch(() => undefined);
+      if (!list) continue;
+      for (const b of list.items) this.latest.set(budgetKey(b), b);
+      rv = list.metadata.resourceVersion;
+      this.wake();
+    }
+  }
+
+  private wake(): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) w();
+  }
+
+  /** Resolves at the next change of any budget, or after `ms`. */
+  async changed(ms: number): Promise<void> {
+    await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), sleep(ms)]);
+    await sleep(SETTLE_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.current?.stop();
+    this.wake();
+  }
+}
+
+/** Evicts one budget's pods, as many at a time as it allows; a refused eviction waits for the budget's next change. */
+async function evictPaced(watch: BudgetWatch, key: string, pods: Pod[], cluster: Cluster, options: EvictOptions): Promise<void> {
+  const queue = [...pods];
+  const attempts = new Map<Pod, number>();
+  for (const pod of queue) options.progress?.onEvicting?.(pod);
+  while (queue.length > 0) {
+    if (Date.now() >= options.deadline) {
+      throw new Error(queue.map((p) => evictionError(p, `global timeout reached: its PodDisruptionBudget ${key} allowed no disruption in time`).message).join('; '));
+    }
+    const allowed = watch.latest.get(key)?.status?.disruptionsAllowed ?? 0;
+    // Unready pods may go while the budget is at 0 (the API decides by its health and unhealthyPodEvictionPolicy).
+    const batch = [...queue.filter((p) => !isPodReady(p)), ...queue.filter(isPodReady).slice(0, Math.max(0, allowed))];
+    queue.splice(0, queue.length, ...queue.filter((p) => !batch.includes(p)));
+    const refused = await Promise.all(
+      batch.map(async (pod) => {
+        try {
+          await postEviction(cluster, pod, options);
+          return undefined;
+        } catch (e) {
+          if (!isRetriableEviction(e)) throw evictionError(pod, (e as Error).message, e);
+          const n = (attempts.get(pod) ?? 0) + 1;
+          attempts.set(pod, n);
+          options.progress?.onRetry?.(pod, (e as Error).message, n);
+          return pod;
+        }
+      }),
+    );
+    queue.push(...refused.filter((p): p is Pod => p !== undefined));
+    if (queue.length > 0) await watch.changed(Math.min(FALLBACK_MS, Math.max(0, options.deadline - Date.now())));
+  }
+}
+
+/**
+ * Evicts every pod: those a single PodDisruptionBudget covers paced by that budget (one watch for all budgets), the
+ * others at once with kubectl's retries. Resolves when the API accepted every eviction; waiting for the pods to be
+ * gone is the caller's (waitForPodsGone).
+ */
+export async function evictWithinBudgets(cluster: Cluster, pods: Pod[], options: EvictOptions): Promise<void> {
+  const watch = new BudgetWatch(cluster, options.version === 'policy/v1beta1' ? '/apis/policy/v1beta1/poddisruptionbudgets' : '/apis/policy/v1/poddisruptionbudgets');
+  const budgets = await watch.start();
+  try {
+    const paced = new Map<string, Pod[]>();
+    const free: Pod[] = [];
+    for (const pod of pods) {
+      const covering = budgets.filter((b) => b.metadata.namespace === pod.metadata.namespace && matchesSelector(b.spec.selector, pod.metadata.labels));
+      if (covering.length === 1) paced.set(budgetKey(covering[0]!), [...(paced.get(budgetKey(covering[0]!)) ?? []), pod]);
+      else free.push(pod);
+    }
+    const results = await Promise.allSettled([...free.map((p) => evictPod(cluster, p, options)), ...[...paced].map(([key, group]) => evictPaced(watch, key, group, cluster, options))]);
+    const failures = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
+    if (failures.length > 0) throw new Error(failures.join('; '));
+  } finally {
+    watch.stop();
+  }
+}
