@@ -110,12 +110,14 @@ export const FAULTS_DIR = '/run/node-maint-test-faults';
 export async function resetRealNode(version = bed().containerd.old): Promise<void> {
   const b = bed();
   // Held, as the bed holds them (and production nodes do): changed with --allow-change-held-packages, held again.
-  await sh(`
+  // Prints the node's clock when it (re)starts kubelet: until kubelet posts, the node shows the Ready it had before.
+  const restartedAt = await sh(`
     set -e
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail ${FAULTS_DIR}
     dpkg --configure -a >/dev/null 2>&1 || true
+    [ "$(systemctl is-active kubelet)" = active ] || date +%s
     if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' containerd docker.io)" != '${version} hi |${b.docker.old} hi |' ]; then
-      systemctl stop kubelet cri-docker docker containerd
+      date +%s; systemctl stop kubelet cri-docker docker containerd
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${version}' docker.io='${b.docker.old}' >/dev/null
       apt-mark hold containerd docker.io >/dev/null
     fi
@@ -124,9 +126,10 @@ export async function resetRealNode(version = bed().containerd.old): Promise<voi
   await kubectl('uncordon', b.realNode);
   await waitFor(async () => {
     const node = await kubectlJson('get', 'node', b.realNode);
-    const ready = node.status.conditions.find((c: any) => c.type === 'Ready')?.status === 'True';
-    return ready && !(node.spec.taints ?? []).some((t: any) => t.effect === 'NoSchedule');
-  }, 180_000, 'the real node Ready and untainted');
+    const ready = node.status.conditions.find((c: any) => c.type === 'Ready');
+    const posted = Date.parse(ready?.lastHeartbeatTime ?? '') >= Number(restartedAt.trim().split('\n')[0] || 0) * 1000;
+    return ready?.status === 'True' && posted && !(node.spec.taints ?? []).some((t: any) => t.effect === 'NoSchedule');
+  }, 180_000, 'the real node Ready (posted by its running kubelet) and untainted');
   await kubectl('apply', '-f', 'testbed/manifests/workloads.yaml');
   // Evicted replicas went elsewhere; a restart brings the ones that prefer the real node back to it.
   await kubectl('-n', 'demo', 'rollout', 'restart', 'deployment/api', 'deployment/cache');

@@ -33,7 +33,8 @@ install_node_units() {
   write_unit "$STANDIN_UNITS" containerd "/usr/bin/containerd" "ctr version"
   write_unit "$STANDIN_UNITS" docker "/usr/sbin/dockerd --containerd=/run/containerd/containerd.sock --bridge=none --iptables=false --ip-masq=false --add-runtime=tb-runc=/usr/local/lib/node-maint-testbed/runc-wrapper --default-runtime=tb-runc" "docker info"
   write_unit "$STANDIN_UNITS" cri-docker "/usr/local/bin/cri-dockerd --container-runtime-endpoint=unix:///run/cri-dockerd.sock --network-plugin=kubenet --cni-bin-dir=/usr/lib/cni --cni-cache-dir=/var/lib/cni/cache --pod-infra-container-image=registry.k8s.io/pause:3.10 --hairpin-mode=hairpin-veth" "test -S /run/cri-dockerd.sock"
-  write_unit "$STANDIN_UNITS" kubelet "/usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override=$REAL_NODE --node-ip=$NODE_IP" "curl -sf http://127.0.0.1:10248/healthz"
+  # No ready check: kubelet.service is Type=simple, so `systemctl start kubelet` returns before kubelet has posted.
+  write_unit "$STANDIN_UNITS" kubelet "/usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --hostname-override=$REAL_NODE --node-ip=$NODE_IP" ""
 }
 
 write_kubelet_config() {

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Node } from '../../../src/cluster/types.js';
+import type { RunContext } from '../../../src/runbook/step.js';
+import { waitUntilNodeReady } from '../../../src/steps/kubelet.js';
+
+// The sequence CI saw after `systemctl start kubelet`: the node still shows the Ready its kubelet posted before the
+// stop while the runtime network is already up; then the started kubelet's first status says NotReady (kubenet has
+// no netConfig yet); then Ready. Only the last one is an answer.
+function startedKubelet(startedAt: number) {
+  const at = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+  const ready = (status: string, heartbeat: number, message = 'kubelet is posting ready status'): Node => ({
+    metadata: { name: 'n1' },
+    spec: { podCIDR: '10.128.0.0/25' },
+    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message, lastHeartbeatTime: at(heartbeat) }] },
+  });
+  const seen = [
+    ready('True', startedAt - 30_000),
+    ready('True', startedAt - 30_000),
+    ready('False', startedAt + 1_000, 'kubenet does not have netConfig'),
+    ready('True', startedAt + 3_000),
+  ];
+  let polls = 0;
+  const lines: string[] = [];
+  const ctx = {
+    options: { node: 'n1', readyTimeoutSeconds: 20 },
+    cluster: { get: async () => seen[Math.min(polls++, seen.length - 1)] },
+    transport: { target: 'test', exec: async () => ({ code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined },
+    progress: (line: string) => lines.push(line),
+  } as unknown as RunContext;
+  return { ctx, lines, polls: () => polls };
+}
+
+describe('waiting for the node after kubelet starts', () => {
+  it('a Ready posted before kubelet started is no answer; the started kubelet\'s own Ready is', async () => {
+    const startedAt = Date.now();
+    const k = startedKubelet(startedAt);
+    const status = await waitUntilNodeReady(k.ctx, Math.floor(startedAt / 1000) * 1000);
+    expect(k.polls()).toBe(4);
+    expect(status).toContain('Ready True (KubeletReady');
+    expect(k.lines[0]).toContain('(posted before kubelet started)');
+  }, 30_000);
+
+  it('without a start time (kubelet was already running), the Ready it shows is taken', async () => {
+    const k = startedKubelet(Date.now());
+    await waitUntilNodeReady(k.ctx);
+    expect(k.polls()).toBe(1);
+  });
+});
