@@ -37,7 +37,7 @@ fleet_image_tag() {
   echo "testbed/fleet-host:$key"
 }
 
-# A bookworm rootfs from debootstrap, containerd pinned at the old version, the apt source a local file repository.
+# The fleet hosts' image: the shared bookworm rootfs with containerd, plus sshd and the maint user.
 build_fleet_image() {
   local tag; tag=$(fleet_image_tag)
   $BED_DOCKER image inspect "$tag" >/dev/null 2>&1 && { FLEET_IMAGE=$tag; return 0; }
@@ -45,14 +45,7 @@ build_fleet_image() {
   if [ ! -f "$tarball" ]; then
     log "building the fleet host rootfs with debootstrap (cold: a few minutes)"
     local r; r=$(mktemp -d "$TESTBED_CACHE/rootfs.XXXX")
-    debootstrap --variant=minbase --include="$FLEET_PACKAGES" bookworm "$r" http://deb.debian.org/debian >"$TB_LOGS/debootstrap.log" 2>&1 \
-      || { log "debootstrap failed, see $TB_LOGS/debootstrap.log"; return 1; }
-    mkdir -p "$r/srv/debs"; mount --bind "$LOCAL_APT_REPO" "$r/srv/debs"
-    echo 'deb [trusted=yes] file:/srv/debs ./' > "$r/etc/apt/sources.list"
-    printf '#!/bin/sh\nexit 101\n' > "$r/usr/sbin/policy-rc.d"; chmod +x "$r/usr/sbin/policy-rc.d"
-    chroot "$r" apt-get update -qq >/dev/null 2>&1
-    chroot "$r" apt-get install -y -qq --no-install-recommends "containerd=$CONTAINERD_OLD" >>"$TB_LOGS/debootstrap.log" 2>&1
-    umount "$r/srv/debs"
+    debootstrap_with_containerd "$r" "$FLEET_PACKAGES" "$TB_LOGS/debootstrap.log"
     chroot "$r" useradd -m -s /bin/bash maint
     chroot "$r" usermod -p '*' maint
     echo 'maint ALL=(ALL) NOPASSWD:ALL' > "$r/etc/sudoers.d/maint"; chmod 440 "$r/etc/sudoers.d/maint"

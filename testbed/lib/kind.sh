@@ -18,7 +18,7 @@ kind_workers() { kind get nodes --name "$KIND_CLUSTER" 2>/dev/null | grep worker
 
 kind_image_tag() {
   local key; key=$(printf '%s\n' "$KIND_NODE_PACKAGES" "$CONTAINERD_OLD" "$K8S_VERSION" "$KIND_VERSION" "$ETCD_VERSION" \
-    "$(declare -f build_kind_rootfs preload_kind_images component_image)" "$(cat "$TB_ROOT/images/pause.c")" | sha256sum | cut -c1-12)
+    "$(declare -f debootstrap_with_containerd build_kind_rootfs preload_kind_images component_image)" "$(cat "$TB_ROOT/images/pause.c")" | sha256sum | cut -c1-12)
   echo "testbed/kind-node:$key"
 }
 
@@ -61,15 +61,10 @@ preload_kind_images() { # ROOTFS
 # kind's base image, assembled by hand: kind's own files from its module, Debian's systemd and containerd.
 build_kind_rootfs() { # ROOTFS
   local r=$1 f
-  debootstrap --variant=minbase --include="$KIND_NODE_PACKAGES" bookworm "$r" http://deb.debian.org/debian >"$TB_LOGS/kind-debootstrap.log" 2>&1 \
-    || { log "debootstrap failed, see $TB_LOGS/kind-debootstrap.log"; return 1; }
-  mkdir -p "$r/srv/debs"; mount --bind "$LOCAL_APT_REPO" "$r/srv/debs"
-  echo 'deb [trusted=yes] file:/srv/debs ./' > "$r/etc/apt/sources.list"
-  printf '#!/bin/sh\nexit 101\n' > "$r/usr/sbin/policy-rc.d"; chmod +x "$r/usr/sbin/policy-rc.d"
-  chroot "$r" apt-get update -qq >/dev/null 2>&1
-  chroot "$r" apt-get install -y -qq --no-install-recommends "containerd=$CONTAINERD_OLD" >>"$TB_LOGS/kind-debootstrap.log" 2>&1
+  debootstrap_with_containerd "$r" "$KIND_NODE_PACKAGES" "$TB_LOGS/kind-debootstrap.log"
+  # Held, as production nodes hold their runtime; under real systemd, maintainer scripts may restart it.
   chroot "$r" apt-mark hold containerd >/dev/null
-  umount "$r/srv/debs"; rm -f "$r/usr/sbin/policy-rc.d"
+  rm -f "$r/usr/sbin/policy-rc.d"
   # kind's files, as its Dockerfile copies them; containerd runs from Debian's unit, not kind's /usr/local/bin one.
   install -m 0755 "$KIND_FILES"/usr/local/bin/* "$r/usr/local/bin/"
   mkdir -p "$r/kind/bin" "$r/etc/systemd/system/kubelet.service.d" "$r/etc/containerd" "$r/etc/kubernetes/manifests"
@@ -161,23 +156,20 @@ YAML
 # What kindnetd does on each node: the ptp + host-local conflist with the node's PodCIDR (reservations in
 # /run/cni-ipam-state), and a route to every other node's PodCIDR through that node's address.
 kind_pod_network() {
-  local nodes n m cidr ip
-  nodes=$(kind get nodes --name "$KIND_CLUSTER")
-  for n in $nodes; do
-    cidr=$(kind_kubectl get node "$n" -o jsonpath='{.spec.podCIDR}')
+  local nodes n cidr other ocidr oip
+  # name, PodCIDR and address of every node, in one list.
+  nodes=$(kind_kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  while read -r n cidr _; do
     $BED_DOCKER exec -i "$n" sh -c 'cat > /etc/cni/net.d/10-kindnet.conflist' <<JSON
 {"cniVersion": "0.3.1", "name": "kindnet", "plugins": [
   {"type": "ptp", "ipMasq": false, "mtu": 1500,
    "ipam": {"type": "host-local", "dataDir": "/run/cni-ipam-state", "routes": [{"dst": "0.0.0.0/0"}], "ranges": [[{"subnet": "$cidr"}]]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
-    for m in $nodes; do
-      [ "$m" = "$n" ] && continue
-      cidr=$(kind_kubectl get node "$m" -o jsonpath='{.spec.podCIDR}')
-      ip=$($BED_DOCKER inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$m")
-      $BED_DOCKER exec "$n" ip route replace "$cidr" via "$ip"
-    done
-  done
+    while read -r other ocidr oip; do
+      [ "$other" = "$n" ] || $BED_DOCKER exec "$n" ip route replace "$ocidr" via "$oip" </dev/null
+    done <<<"$nodes"
+  done <<<"$nodes"
 }
 
 # Creates the cluster, or keeps one that runs from the same node image with every node up.

@@ -60,3 +60,17 @@ repack_with_fault_hooks() { # DEB PACKAGE VERSION FROM_VERSION
   dpkg-deb -b -Zgzip "$d/pkg" "${2}_${3}_amd64.deb" >/dev/null
   rm -rf "$d"
 }
+
+# A bookworm rootfs from debootstrap with PACKAGES, the local file repository as its only apt source, and containerd
+# pinned at the old version through it (maintainer scripts start nothing: policy-rc.d, which stays).
+debootstrap_with_containerd() { # ROOTFS PACKAGES LOG
+  local r=$1
+  debootstrap --variant=minbase --include="$2" bookworm "$r" http://deb.debian.org/debian >"$3" 2>&1 \
+    || { log "debootstrap failed, see $3"; return 1; }
+  mkdir -p "$r/srv/debs"; mount --bind "$LOCAL_APT_REPO" "$r/srv/debs"
+  echo 'deb [trusted=yes] file:/srv/debs ./' > "$r/etc/apt/sources.list"
+  printf '#!/bin/sh\nexit 101\n' > "$r/usr/sbin/policy-rc.d"; chmod +x "$r/usr/sbin/policy-rc.d"
+  chroot "$r" apt-get update -qq >/dev/null 2>&1
+  chroot "$r" apt-get install -y -qq --no-install-recommends "containerd=$CONTAINERD_OLD" >>"$3" 2>&1
+  umount "$r/srv/debs"
+}
