@@ -1,5 +1,6 @@
 import type { Transport } from '../node/transport/index.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, type RunOptions } from '../runbook/options.js';
+import { HOOK_FLAGS, type HookPoint } from '../runbook/hooks.js';
 import { renderReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { CONNECT_OPTIONS } from './connect.js';
@@ -55,6 +56,13 @@ Other:
                                are being replaced); a budget that forbids all disruption stops the run at once
   -h, --help
 
+Hooks (a shell command run on the node, or on this machine if it starts with "local:", with NODE_MAINT_NODE,
+NODE_MAINT_RUN_ID, NODE_MAINT_FROM, NODE_MAINT_TO and NODE_MAINT_HOOK in its environment; up to 300s; a resumed run
+runs again the hook of a step it runs again, so make hooks idempotent):
+  --hook-before-drain CMD      fails: the run rolls back (uncordoned, nothing drained)
+  --hook-after-upgrade CMD     after the runtime is upgraded and verified; fails: the run rolls back
+  --hook-after-uncordon CMD    after the point of no return; fails: reported (exit 14), nothing downgraded
+
 Exit codes:
 ${exitCodeLines().join('\n')}`;
 
@@ -74,6 +82,9 @@ const UPGRADE_OPTIONS = {
   'outage-tolerance': { type: 'string' },
   'allow-control-plane': { type: 'boolean' },
   rollback: { type: 'boolean' },
+  'hook-before-drain': { type: 'string' },
+  'hook-after-upgrade': { type: 'string' },
+  'hook-after-uncordon': { type: 'string' },
   ...CONNECT_OPTIONS,
 } as const;
 
@@ -96,6 +107,9 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         outageToleranceSeconds: seconds('outage-tolerance', DEFAULT_RUN_OPTIONS.outageToleranceSeconds),
         allowControlPlane: values['allow-control-plane'] === true,
         rollback: values.rollback === true,
+        hooks: Object.fromEntries(
+          (Object.entries(HOOK_FLAGS) as Array<[HookPoint, string]>).flatMap(([point, flag]) => (values[flag] === undefined ? [] : [[point, String(values[flag])]])),
+        ),
         drain: {
           ignoreDaemonSets: values['ignore-daemonsets'] === true,
           deleteEmptyDirData: values['delete-emptydir-data'] === true,

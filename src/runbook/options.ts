@@ -1,6 +1,7 @@
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../cluster/drain/filters.js';
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from '../cluster/lease.js';
 import { usageError } from '../errors.js';
+import { validateHooks, type Hooks } from './hooks.js';
 
 // The runbook's inputs, validated once, before anything is observed or changed.
 export interface RunOptions {
@@ -29,6 +30,8 @@ export interface RunOptions {
   /** Roll back the node's unfinished run from its journal instead of finishing it. */
   rollback: boolean;
   lease: LeaseTiming;
+  /** The operator's commands before the drain, after the upgrade, after the uncordon (hooks.ts). */
+  hooks: Hooks;
 }
 
 export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
@@ -45,6 +48,7 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   allowControlPlane: false,
   rollback: false,
   lease: DEFAULT_LEASE_TIMING,
+  hooks: {},
 };
 
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
@@ -98,6 +102,7 @@ export function validateRunOptions(options: RunOptions): RunOptions {
     throw usageError(`the Lease needs retry period < renew deadline < duration (got ${retryPeriodSeconds}s, ${renewDeadlineSeconds}s, ${durationSeconds}s)`);
   }
   if (options.rollback && options.dryRun) throw usageError('--rollback and --dry-run do not go together');
+  validateHooks(options.hooks);
   if (!Number.isInteger(options.drain.gracePeriodSeconds) || options.drain.gracePeriodSeconds < -1) {
     throw usageError(`--grace-period must be -1 (the pod's own) or a whole number of seconds (got ${options.drain.gracePeriodSeconds})`);
   }

@@ -12,6 +12,7 @@ import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.
 import { makeContext } from './context.js';
 import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
+import { HOOK_FLAGS, hooksOfStep, runHook } from './hooks.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { NodeMarker } from './node-marker.js';
 import { validateRunOptions, type RunOptions } from './options.js';
@@ -255,6 +256,9 @@ async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: 
   const journaled = !options.dryRun && step.name !== 'preflight';
   try {
     const plan = await step.plan(ctx);
+    // A step with a hook acts (and shows the hook in its plan) even when it has nothing else to do.
+    const hooks = hooksOfStep(options.hooks, step.name);
+    plan.actions = [...plan.actions, ...hooks.map((h) => `hook --${HOOK_FLAGS[h.point]}`)];
     (ctx.planned as Record<string, StepPlan>)[step.name] = plan;
     Object.assign(record, { summary: plan.summary, actions: plan.actions, detail: plan.detail });
     if (options.dryRun || (plan.actions.length === 0 && !step.alwaysApply)) {
@@ -272,8 +276,10 @@ async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: 
       journal.steps[step.name] = { status: 'applying', startedAt, summary: plan.summary };
       await ctx.saveJournal();
     }
+    for (const h of hooks) if (h.when === 'before') await runHook(ctx, h.point);
     const result = await step.apply(ctx, plan);
     await step.verify(ctx, plan);
+    for (const h of hooks) if (h.when === 'after') await runHook(ctx, h.point);
     const summary = result || plan.summary;
     Object.assign(record, { status: 'done', summary, durationMs: Date.now() - t0, detail: plan.detail });
     if (journaled) {

@@ -17,10 +17,17 @@ describe('upgrade-node on the real node', () => {
     await sh(`mkdir -p ${FAULTS_DIR} && echo 8 > ${FAULTS_DIR}/kubelet-start-delay`);
 
     const states = watchNodeLabel(b.realNode, 'node-maint.io/state');
-    const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
+    // Hooks: two on the node (over SSH), one on this machine; each appends what it was told to one log.
+    const hookLog = '/run/node-maint-test-hooks.log';
+    await sh(`rm -f ${hookLog}`);
+    const hook = (label: string) => `echo "${label} $NODE_MAINT_HOOK $NODE_MAINT_NODE $NODE_MAINT_FROM $NODE_MAINT_TO $NODE_MAINT_RUN_ID" >> ${hookLog}`;
+    const hooks = ['--hook-before-drain', hook('node'), '--hook-after-upgrade', `local:${hook('local')}`, '--hook-after-uncordon', hook('node')];
+    const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...hooks, ...sshFlags(b.realNode)]);
     expect(result.code, result.stderr + result.stdout).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.result).toBe('upgraded');
+    const versions = `real-node containerd=${b.containerd.old} containerd=${b.containerd.new} ${report.runId}`;
+    expect((await sh(`cat ${hookLog}`)).trim().split('\n')).toEqual([`node before-drain ${versions}`, `local after-upgrade ${versions}`, `node after-uncordon ${versions}`]);
     // Where operators look: the state label through the run, the run's annotations, its Events on the Node.
     expect(states.stop()).toEqual(expect.arrayContaining(['draining', 'upgrading', 'verifying', 'done']));
     expect(await kubectl('get', 'node', b.realNode, '-L', 'node-maint.io/state')).toMatch(/\sdone\s*$/m);

@@ -70,6 +70,16 @@ describe('failures before the point of no return are rolled back', () => {
     expect(events.at(-1)).toContain(`rolled back to containerd=${bed().containerd.old}`);
   });
 
+  it('a hook after the upgrade that fails: rolled back, the hook named with its output', async () => {
+    const result = await upgradeNode([...upgradeArgs(t, bed().containerd.new), '--hook-after-upgrade', 'echo "the canary check failed" >&2; exit 3']);
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(steps(r)['upgrade-runtime']).toBe('failed');
+    expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').error).toMatch(/hook --hook-after-upgrade failed on .* \(exit 3\): the canary check failed/);
+    expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
+    await expectServing(t, bed().containerd.old);
+  });
+
   it('the smoke pod getting no IP before uncordon (its range full): rolled back, never uncordoned on the new runtime', async () => {
     const node = await kubectlJson('get', 'node', t.name);
     const [base] = node.spec.podCIDR.split('/');
