@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { median } from './bench-node.mjs';
 
 const PODS = Number(process.env.BENCH_PODS ?? 100);
-const RUNS = 3;
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const NS = 'bench-drain';
 const NODES = ['kwok-0001', 'kwok-0002', 'kwok-0003', 'kwok-0004'];
 const [TARGET, ...OTHERS] = NODES;
@@ -81,9 +81,11 @@ async function ours() {
   const plan = await planDrain(cluster, TARGET, drain);
   const deadline = Date.now() + drain.timeoutSeconds * 1000;
   const version = await evictionVersion(cluster);
-  await evictWithinBudgets(cluster, plan.evict, { gracePeriodSeconds: drain.gracePeriodSeconds, deadline, version });
+  let refused = 0;
+  await evictWithinBudgets(cluster, plan.evict, { gracePeriodSeconds: drain.gracePeriodSeconds, deadline, version, progress: { onRetry: () => refused++ } });
+  const evictedMs = performance.now() - t0;
   await waitForPodsGone(cluster, TARGET, [...plan.evict, ...plan.waitFor], { deadline });
-  return { ms: performance.now() - t0, requests: cluster.requestsSent, pods: plan.evict.length };
+  return { ms: performance.now() - t0, requests: cluster.requestsSent, pods: plan.evict.length, refused, evictedMs };
 }
 
 async function kubectlDrain() {
@@ -91,8 +93,8 @@ async function kubectlDrain() {
   const r = spawnSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'drain', TARGET, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=600s', '-v=6'], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
   const ms = performance.now() - t0;
   if (r.status !== 0) throw new Error(`kubectl drain failed: ${r.stderr.slice(-2000)}`);
-  const requests = r.stderr.split('\n').filter((l) => /round_trippers/.test(l) && /\b(GET|POST|PUT|PATCH|DELETE)\b/.test(l) && /https?:\/\//.test(l)).length;
-  return { ms, requests, pods: PODS };
+  const lines = r.stderr.split('\n').filter((l) => /round_trippers/.test(l) && /\b(GET|POST|PUT|PATCH|DELETE)\b/.test(l) && /https?:\/\//.test(l));
+  return { ms, requests: lines.length, pods: PODS, refused: lines.filter((l) => / 429 /.test(l)).length };
 }
 
 execFileSync(env.kubectl, ['--kubeconfig', env.kubeconfig, 'apply', '-f', '-'], { input: JSON.stringify(manifest) });
@@ -103,7 +105,7 @@ try {
       await pack();
       const r = await fn();
       runs[name].push(r);
-      console.log(`drain ${name.padEnd(7)} run ${i + 1}: ${(r.ms / 1000).toFixed(1)} s, ${r.requests} API requests, ${r.pods} pods`);
+      console.log(`drain ${name.padEnd(7)} run ${i + 1}: ${(r.ms / 1000).toFixed(1)} s, ${r.requests} API requests, ${r.refused} evictions refused, ${r.pods} pods${r.evictedMs ? ` (all evictions accepted after ${(r.evictedMs / 1000).toFixed(1)} s)` : ''}`);
     }
   }
   const m = (name, key) => median(runs[name].map((r) => r[key]));
