@@ -133,6 +133,10 @@ start_api_socket() {
 
 start_kwok() {
   write_kubeconfig "$TB_STATE/kwok.kubeconfig" kwok
+  # kwok reads its stages once: a kwok started with other stages is restarted.
+  local stages; stages=$(sha256sum < "$TB_ROOT/fleet/kwok-stages.yaml" | cut -c1-12)
+  [ "$(cat "$TB_STATE/kwok.stages" 2>/dev/null)" = "$stages" ] || stop_bg kwok
+  echo "$stages" > "$TB_STATE/kwok.stages"
   start_bg kwok "$KWOK_BIN/kwok" --kubeconfig "$TB_STATE/kwok.kubeconfig" --config "$TB_ROOT/fleet/kwok-stages.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.2 --server-address=127.0.0.1:10247 --node-lease-duration-seconds=40
