@@ -23,9 +23,9 @@ const { evictWithinBudgets } = await lib('cluster/drain/budgeted.js');
 const { evictionVersion, waitForPodsGone } = await lib('cluster/drain/evict.js');
 const { DEFAULT_DRAIN_OPTIONS } = await lib('cluster/drain/filters.js');
 
-// kwok plays the pods (testbed/fleet/kwok-stages.yaml): a bench pod is Ready 2 s after it is bound, as a container that
+// kwok plays the pods (testbed/fleet/kwok-stages.yaml): a bench pod is Ready 5 s after it is bound, as a container that
 // starts and passes its readiness probe, and is deleted at once when evicted. Replacements gate the budget.
-const READY_AFTER_S = 2;
+const READY_AFTER_S = 5;
 const manifest = {
   apiVersion: 'v1',
   kind: 'List',
