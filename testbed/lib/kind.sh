@@ -192,6 +192,9 @@ start_kind_cluster() {
       || { log "kind create cluster failed, see $TB_LOGS/kind-create.log"; return 1; }
   fi
   kind get kubeconfig --name "$KIND_CLUSTER" > "$KIND_KUBECONFIG"
+  # A kept cluster whose nodes restarted (the machine rebooted) answers Forbidden to kubeadm's admin until the
+  # apiserver's RBAC caches are synced: wait until the admin may list nodes.
+  wait_for "the kind API server to authorize its admin" 120 kind_kubectl get nodes
   kind_pod_network
   # Package lists from the local file repository mounted on the workers (no network), as on the fleet hosts.
   for n in $(kind_workers); do $BED_DOCKER exec "$n" apt-get update -qq >/dev/null 2>&1; done
