@@ -55,6 +55,11 @@ export interface Lease {
   spec: { holderIdentity?: string | null; leaseDurationSeconds?: number; acquireTime?: string | null; renewTime?: string | null; leaseTransitions?: number };
 }
 
+export interface ConfigMap {
+  metadata: ObjectMeta;
+  data?: Record<string, string>;
+}
+
 export interface List<T> {
   metadata: { resourceVersion?: string; continue?: string };
   items: T[];

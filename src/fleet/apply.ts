@@ -6,8 +6,15 @@ import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { progressPrinter } from '../runbook/progress.js';
+import { NodeMarker } from '../runbook/node-marker.js';
+import type { UndrainableBehavior } from './undrainable.js';
+import type { MaintenanceWindow } from './window.js';
 
-// What the Pulumi provider calls, loaded inside its methods: one node's upgrade, and a read-only look at its versions.
+export { fleetHolds } from './hold.js';
+export { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
+
+// What the Pulumi provider calls, loaded inside its methods: whether a node may start, one node's upgrade, and a
+// read-only look at its versions.
 export type NodeConnection =
   | { kind: 'ssh'; host: string; port: number; user: string; knownHosts: string; bastion?: string }
   | { kind: 'docker-exec'; container: string; dockerHost?: string };
@@ -21,6 +28,10 @@ export interface NodeUpgradeInputs {
   drain: DrainOptions;
   leaseNamespace: string;
   allowControlPlane?: boolean;
+  /** Checked before the node starts (with the pause ConfigMap in leaseNamespace); not part of the node's diff. */
+  maintenanceWindow?: MaintenanceWindow;
+  /** What an undrainable node does to the fleet: stop it (the default), or be passed by. */
+  undrainable?: UndrainableBehavior;
 }
 
 function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
@@ -56,6 +67,12 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),
     }),
   );
+}
+
+/** The node passed by, as it was: the state label says skipped, an annotation and a Warning Event say why. */
+export async function markSkipped(inputs: NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void> {
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  await new NodeMarker(cluster, inputs.node, runId, (line) => log(`[${inputs.node}] ${line}`)).skipped(reason);
 }
 
 /** The installed versions of the target packages, read-only. */

@@ -1,5 +1,8 @@
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../cluster/drain/filters.js';
 import { parseTargets, validateNodeName } from '../runbook/options.js';
+import type { FleetOrder } from './order.js';
+import { UNDRAINABLE_BEHAVIORS, type UndrainableBehavior } from './undrainable.js';
+import { checkSchedule, checkTimeZone, parseDuration, type MaintenanceWindow } from './window.js';
 
 // The fleet's stack config (namespace node-maint), validated once; every error names the key it is about.
 export const CONFIG_NAMESPACE = 'node-maint';
@@ -19,9 +22,14 @@ export interface FleetConfig {
   leaseNamespace: string;
   /** Control-plane nodes are maintained only when allowed, and then last, one at a time. */
   allowControlPlane: boolean;
+  /** When set, a node starts only while the window is open. */
+  maintenanceWindow?: MaintenanceWindow;
+  order: FleetOrder;
+  /** A node the drain cannot empty stops the fleet (stop), or is rolled back, marked and passed by (skip). */
+  undrainable: UndrainableBehavior;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'maintenanceWindow', 'order', 'undrainable'] as const;
 
 export class ConfigError extends Error {
   constructor(key: string, message: string) {
@@ -66,6 +74,59 @@ function only(key: string, value: Record<string, unknown>, allowed: string[]): v
       throw new ConfigError(`${key}.${k}`, `unknown setting${hint ? ` (did you mean ${key}.${hint}?)` : ''}; known: ${allowed.join(', ')}`);
     }
   }
+}
+
+function maintenanceWindow(value: unknown): MaintenanceWindow | undefined {
+  if (value === undefined) return undefined;
+  const key = 'maintenanceWindow';
+  if (!isRecord(value)) throw new ConfigError(key, 'must be an object: {"schedule": "0 22 * * 6", "duration": "4h", "timeZone": "Europe/Berlin"}');
+  only(key, value, ['schedule', 'duration', 'timeZone']);
+  const { schedule, duration, timeZone = 'UTC' } = value;
+  if (typeof timeZone !== 'string') throw new ConfigError(`${key}.timeZone`, 'must be an IANA time zone name such as Europe/Berlin');
+  try {
+    checkTimeZone(timeZone);
+  } catch {
+    throw new ConfigError(`${key}.timeZone`, `unknown time zone ${JSON.stringify(timeZone)} (an IANA name such as Europe/Berlin, or UTC)`);
+  }
+  if (typeof schedule !== 'string') throw new ConfigError(`${key}.schedule`, 'required: a 5-field cron expression for when each window opens, e.g. "0 22 * * 6"');
+  try {
+    checkSchedule(schedule, timeZone);
+  } catch (e) {
+    throw new ConfigError(`${key}.schedule`, `${JSON.stringify(schedule)}: ${(e as Error).message}`);
+  }
+  const minutes = typeof duration === 'string' ? parseDuration(duration) : undefined;
+  if (minutes === undefined) throw new ConfigError(`${key}.duration`, `must be a positive duration in hours and/or minutes such as "4h", "90m" or "1h30m" (got ${JSON.stringify(duration)})`);
+  return { schedule, durationMinutes: minutes, timeZone };
+}
+
+const ORDERS = ['fewest-pods', 'as-listed'] as const;
+
+function fleetOrder(value: unknown): FleetOrder {
+  if (value === undefined) return 'fewest-pods';
+  if (typeof value === 'string') {
+    if ((ORDERS as readonly string[]).includes(value)) return value as FleetOrder;
+    const hint = closest(value, ORDERS);
+    throw new ConfigError('order', `unknown order ${JSON.stringify(value)}${hint ? ` (did you mean ${hint}?)` : ''}; known: ${ORDERS.join(', ')}, or a list of node names to go first`);
+  }
+  if (!Array.isArray(value) || value.length === 0 || value.some((n) => typeof n !== 'string')) throw new ConfigError('order', `must be ${ORDERS.join(' or ')}, or a non-empty list of node names to go first`);
+  const names = value as string[];
+  for (const n of names) {
+    try {
+      validateNodeName(n);
+    } catch (e) {
+      throw new ConfigError('order', (e as Error).message);
+    }
+  }
+  const twice = names.filter((n, i) => names.indexOf(n) !== i);
+  if (twice.length > 0) throw new ConfigError('order', `lists ${[...new Set(twice)].join(', ')} more than once`);
+  return { first: names };
+}
+
+function undrainable(value: unknown): UndrainableBehavior {
+  if (value === undefined) return 'stop';
+  if (typeof value === 'string' && (UNDRAINABLE_BEHAVIORS as readonly string[]).includes(value)) return value as UndrainableBehavior;
+  const hint = typeof value === 'string' ? closest(value, UNDRAINABLE_BEHAVIORS) : undefined;
+  throw new ConfigError('undrainable', `unknown behaviour ${JSON.stringify(value)}${hint ? ` (did you mean ${hint}?)` : ''}; known: stop (roll the node back and stop the fleet, the default), skip (roll it back, mark it, go on with the others)`);
 }
 
 export interface ConfigSecrecy {
@@ -165,5 +226,8 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     drain,
     leaseNamespace: (get('leaseNamespace') as string | undefined) ?? 'kube-system',
     allowControlPlane: allowControlPlane as boolean,
+    maintenanceWindow: maintenanceWindow(get('maintenanceWindow')),
+    order: fleetOrder(get('order')),
+    undrainable: undrainable(get('undrainable')),
   };
 }

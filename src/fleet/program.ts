@@ -5,8 +5,12 @@ import type { List, Node, Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config.js';
+import { describeOrder, orderFleet, podsPerNode } from './order.js';
+import { pauseHold, readPause } from './pause.js';
 import { NodeRuntimeUpgrade } from './resource.js';
+import { SKIPPED_RESULT } from './undrainable.js';
 import { planFleetWaves } from './waves.js';
+import { describeWindow, localTime, windowAt } from './window.js';
 
 // `pulumi up`: one NodeRuntimeUpgrade per node, in waves of at most maxUnavailable nodes; each wave waits for the
 // whole wave before it, so a failed node stops every node after it. `pulumi preview` shows each node's current and
@@ -66,15 +70,41 @@ function isConfigSecret(key: string): boolean {
   return Array.isArray(listed) && listed.includes(key);
 }
 
-/** The nodes that are control-plane nodes, and why (their role label, or the static pods they run): one pod list. */
-async function controlPlaneNodes(cluster: Cluster, nodes: Node[]): Promise<Map<string, string>> {
-  const statics = (await cluster.get<List<Pod>>('/api/v1/namespaces/kube-system/pods')).items;
+/** The nodes that are control-plane nodes, and why (their role label, or the static pods they run). */
+function controlPlaneNodes(pods: Pod[], nodes: Node[]): Map<string, string> {
+  const statics = pods.filter((p) => p.metadata.namespace === 'kube-system');
   const found = new Map<string, string>();
   for (const n of nodes) {
     const why = isControlPlane(n, statics.filter((p) => p.spec.nodeName === n.metadata.name));
     if (why) found.set(n.metadata.name, why);
   }
   return found;
+}
+
+/** Whether `pulumi up` would start a node now, told at preview time; the provider checks again as each node starts. */
+async function logHolds(cluster: Cluster, config: FleetConfig, now: Date): Promise<void> {
+  const window = config.maintenanceWindow;
+  if (window) {
+    const verdict = windowAt(window, now);
+    pulumi.log.info(
+      verdict.inside
+        ? `inside the ${describeWindow(window)} until ${verdict.closesAt} (${localTime(verdict.closesAt, window.timeZone)}); a node started by then runs to its end`
+        : `outside the ${describeWindow(window)}: \`pulumi up\` starts no node until it opens next at ${verdict.nextOpensAt} (${localTime(verdict.nextOpensAt, window.timeZone)})`,
+    );
+  }
+  const paused = pauseHold(config.leaseNamespace, await readPause(cluster, config.leaseNamespace));
+  pulumi.log.info(paused ? `\`pulumi up\` starts no node: ${paused}` : `not paused (no ConfigMap ${config.leaseNamespace}/node-maint-pause)`);
+}
+
+/** The nodes passed by as undrainable, with why, said once more at the end of `pulumi up`. */
+function skippedNodes(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Output<Record<string, string>> {
+  const each = Object.entries(resources).map(([name, r]) => pulumi.all([r.result, r.skipped]).apply(([result, why]) => [name, result === SKIPPED_RESULT ? (why ?? '') : undefined] as const));
+  return pulumi.all(each).apply((pairs) => {
+    const skipped = Object.fromEntries(pairs.filter(([, why]) => why !== undefined)) as Record<string, string>;
+    const names = Object.keys(skipped);
+    if (names.length > 0) pulumi.log.warn(`${names.length} node(s) skipped as undrainable, left as they were: ${names.map((n) => `${n} (${skipped[n]})`).join('; ')}`);
+    return skipped;
+  });
 }
 
 export default async function program() {
@@ -90,12 +120,17 @@ export default async function program() {
   const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
 
-  const controlPlane = await controlPlaneNodes(cluster, nodes);
+  // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
+  const pods = (await cluster.get<List<Pod>>('/api/v1/pods')).items;
+  const controlPlane = controlPlaneNodes(pods, nodes);
   if (controlPlane.size > 0 && !config.allowControlPlane) {
     throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);
   }
-  const indices = nodes.map((_, i) => i);
-  const waves = planFleetWaves(indices.filter((i) => !controlPlane.has(nodes[i]!.metadata.name)), indices.filter((i) => controlPlane.has(nodes[i]!.metadata.name)), config.maxUnavailable);
+  const names = nodes.map((n) => n.metadata.name);
+  const ordered = orderFleet({ names, order: config.order, pods: podsPerNode(pods) }).map((n) => names.indexOf(n));
+  const waves = planFleetWaves(ordered.filter((i) => !controlPlane.has(names[i]!)), ordered.filter((i) => controlPlane.has(names[i]!)), config.maxUnavailable);
+  pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
+  await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
   let previous: NodeRuntimeUpgrade[] = [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
@@ -114,6 +149,8 @@ export default async function program() {
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,
           allowControlPlane: config.allowControlPlane,
+          undrainable: config.undrainable,
+          ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
           ...(typeof seen === 'object' ? { observed: seen } : {}),
           ...(sshKey ? { sshKey } : {}),
         },
@@ -123,6 +160,7 @@ export default async function program() {
   }
   return {
     waves: waves.map((w) => w.map((i) => nodes[i]!.metadata.name)),
+    skipped: skippedNodes(resources),
     nodes: Object.fromEntries(
       Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),
     ),

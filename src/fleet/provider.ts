@@ -3,7 +3,8 @@ import type { NodeUpgradeInputs } from './apply.js';
 
 // The dynamic provider for one node's runtime upgrade. Pulumi serializes it into the state and runs it in a separate
 // process: it captures nothing but the library's URL (a string) and loads the library, and every client, inside its
-// methods. check and diff are pure, so `pulumi preview` changes nothing.
+// methods. check and diff are pure, so `pulumi preview` changes nothing; diff looks only at the node, its targets and
+// its versions, so a changed window or order never makes a node that is done show a change.
 export type ProviderInputs = NodeUpgradeInputs & {
   /** Installed versions the program saw when it planned; drift from the targets is a change. */
   observed?: Record<string, string>;
@@ -15,16 +16,26 @@ export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.Resource
     const lib = await import(libraryUrl);
     const { sshKey, observed, ...rest } = inputs;
     void observed;
+    // Checked as each node starts, not once per `pulumi up`: a pause or a closing window stops the waves after it.
+    const holds: string[] = await lib.fleetHolds(rest, new Date());
+    if (holds.length > 0) throw new Error(`${inputs.node}: not started: ${holds.join('; ')}`);
     const started = Date.now();
-    const report = await lib.upgradeFleetNode(rest, sshKey, (line: string) => console.error(line));
-    if (report.exitCode !== 0) {
+    const log = (line: string) => console.error(line);
+    const report = await lib.upgradeFleetNode(rest, sshKey, log);
+    // An undrainable node, left as it was, is passed by when the operator said so; every other failure stops the fleet.
+    const undrainable: string | undefined = report.exitCode !== 0 && inputs.undrainable === 'skip' ? lib.undrainableReason(report) : undefined;
+    if (undrainable !== undefined) {
+      await lib.markSkipped(rest, report.runId, undrainable, log);
+      log(`[${inputs.node}] skipped (undrainable, left as it was): ${undrainable}`);
+    } else if (report.exitCode !== 0) {
       const rolled = report.rollback.map((r: { step: string; status: string }) => `${r.step} ${r.status}`).join(', ');
       throw new Error(`${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`);
     }
     return {
       node: inputs.node,
       targets: inputs.targets,
-      result: report.result,
+      result: undrainable === undefined ? report.result : lib.SKIPPED_RESULT,
+      skipped: undrainable ?? null,
       runId: report.runId,
       versionsBefore: report.versions.before,
       versionsAfter: report.versions.after,

@@ -19,12 +19,14 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
   declare readonly steps: pulumi.Output<Array<{ name: string; status: string; summary: string; durationMs: number }>>;
   declare readonly audit: pulumi.Output<unknown>;
   declare readonly durationMs: pulumi.Output<number>;
+  /** Why the node was passed by (undrainable, with undrainable: skip); null when it was not. */
+  declare readonly skipped: pulumi.Output<string | null>;
 
   constructor(name: string, args: NodeRuntimeUpgradeArgs, opts?: pulumi.CustomResourceOptions) {
     super(
       PROVIDER,
       name,
-      { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined },
+      { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined },
       { ...opts, additionalSecretOutputs: ['sshKey'] },
       'node-maint',
       'NodeRuntimeUpgrade',

@@ -11,6 +11,7 @@ export const STATE_LABEL = 'node-maint.io/state';
 export const RUN_ID_ANNOTATION = 'node-maint.io/run-id';
 export const FROM_ANNOTATION = 'node-maint.io/from';
 export const TO_ANNOTATION = 'node-maint.io/to';
+export const SKIPPED_ANNOTATION = 'node-maint.io/skipped';
 const COMPONENT = 'node-maint';
 
 const STATE_OF_STEP: Record<string, string> = {
@@ -54,7 +55,8 @@ export class NodeMarker {
   begin(from: Record<string, string>, to: Record<string, string>, state: string): void {
     if (this.active) return;
     this.active = true;
-    this.setState(state, { [RUN_ID_ANNOTATION]: this.runId, [FROM_ANNOTATION]: pairs(from), [TO_ANNOTATION]: pairs(to) });
+    // A fleet's earlier skip is history once a run changes the node again.
+    this.setState(state, { [RUN_ID_ANNOTATION]: this.runId, [FROM_ANNOTATION]: pairs(from), [TO_ANNOTATION]: pairs(to), [SKIPPED_ANNOTATION]: null });
     this.event('Normal', 'MaintenanceStarted', `node-maint run ${this.runId}: ${pairs(from)} -> ${pairs(to)}`);
   }
 
@@ -80,7 +82,14 @@ export class NodeMarker {
     await this.queue;
   }
 
-  private setState(state: string, annotations: Record<string, string> = {}): void {
+  /** A fleet passed the node by, left as it was (its run ended without changing it, or rolled back): why, on the node. */
+  async skipped(reason: string): Promise<void> {
+    this.setState('skipped', { [SKIPPED_ANNOTATION]: reason.slice(0, 1000) });
+    this.event('Warning', 'MaintenanceSkipped', `passed by, left as it was (undrainable): ${reason}`);
+    await this.queue;
+  }
+
+  private setState(state: string, annotations: Record<string, string | null> = {}): void {
     if (state === this.state && Object.keys(annotations).length === 0) return;
     this.state = state;
     this.write(async () => {

@@ -178,7 +178,10 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   journal.error = report.error.message;
   const details = error instanceof RunbookError ? error.details : undefined;
   if (code === 'leaksFound' && details && typeof details === 'object' && 'findings' in details) report.audit = summarize(details as Parameters<typeof summarize>[0]);
-  if (code === 'leaseLost' || keeper.isLost) {
+  // The Lease not renewable through an API outage (nobody took it): past the point of no return, a failure like any
+  // other there (the run only finishes forward); the same command resumes once the API is back.
+  const outageAfterNoReturn = code === 'leaseLost' && !keeper.isLost && journal.pointOfNoReturn;
+  if (keeper.isLost || (code === 'leaseLost' && !outageAfterNoReturn)) {
     report.result = 'lease-lost';
     report.exitCode = ExitCode.leaseLost;
     report.next = `another run holds the Lease of ${options.node} now and owns what is left; this run changed nothing after it lost the Lease`;
@@ -192,8 +195,9 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
       journal.status = 'completed';
       report.next = `the node serves on the new runtime; release what leaked with audit-node ${options.node} --reclaim`;
     } else {
-      report.result = code === 'couldNotAudit' ? 'could-not-audit' : 'failed-after-point-of-no-return';
-      report.exitCode = code === 'couldNotAudit' ? ExitCode.couldNotAudit : ExitCode.afterPointOfNoReturn;
+      const couldNotLook = code === 'couldNotAudit' || (outageAfterNoReturn && report.steps.find((s) => s.status === 'failed')?.name === 'verify');
+      report.result = couldNotLook ? 'could-not-audit' : 'failed-after-point-of-no-return';
+      report.exitCode = couldNotLook ? ExitCode.couldNotAudit : ExitCode.afterPointOfNoReturn;
       report.next = `the node was upgraded and uncordoned; nothing was downgraded. Run the same command again to finish the check`;
     }
     return;

@@ -58,10 +58,12 @@ export async function newStack(name: string): Promise<PulumiStack> {
   return stack;
 }
 
-/** The bed's fleet as stack config: every node over SSH as the non-root user, the key as a secret. */
+/** The bed's fleet as stack config: every node over SSH as the non-root user, the key as a secret, in the order given. */
 export async function configureBedFleet(stack: PulumiStack, nodes: string[], maxUnavailable: number): Promise<void> {
   const b = bed();
   await stack.set('nodes', JSON.stringify(nodes));
+  // The tests name which node is in which wave; fewest-pods (the default) would follow the bed's pods.
+  await stack.set('order', 'as-listed');
   await stack.set('targets', JSON.stringify({ containerd: b.containerd.new }));
   await stack.set('maxUnavailable', String(maxUnavailable));
   await stack.set('kubeconfig', b.kubeconfig);

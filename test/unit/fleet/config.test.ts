@@ -43,6 +43,62 @@ describe('fleet stack config', () => {
   });
 });
 
+describe('maintenanceWindow and order in stack config', () => {
+  it('reads a window (UTC unless a zone is given) and an order; fewest-pods by default', () => {
+    const c = parseFleetConfig({ ...base, 'node-maint:maintenanceWindow': '{"schedule":"0 22 * * 6","duration":"1h30m"}' }, PLAIN);
+    expect(c.maintenanceWindow).toEqual({ schedule: '0 22 * * 6', durationMinutes: 90, timeZone: 'UTC' });
+    expect(c.order).toBe('fewest-pods');
+    const zoned = '{"schedule":"30 1 * * 1-5","duration":"4h","timeZone":"Europe/Berlin"}';
+    expect(parseFleetConfig({ ...base, 'node-maint:maintenanceWindow': zoned }, PLAIN).maintenanceWindow).toEqual({ schedule: '30 1 * * 1-5', durationMinutes: 240, timeZone: 'Europe/Berlin' });
+    // `pulumi config set node-maint:order as-listed` stores the bare word; a list is stored as JSON.
+    expect(parseFleetConfig({ ...base, 'node-maint:order': 'as-listed' }, PLAIN).order).toBe('as-listed');
+    expect(parseFleetConfig({ ...base, 'node-maint:order': '"fewest-pods"' }, PLAIN).order).toBe('fewest-pods');
+    expect(parseFleetConfig({ ...base, 'node-maint:order': '["fleet-2","real-node"]' }, PLAIN).order).toEqual({ first: ['fleet-2', 'real-node'] });
+    expect(parseFleetConfig(base, PLAIN).maintenanceWindow).toBeUndefined();
+  });
+
+  it('reads what an undrainable node does: stop by default, or skip', () => {
+    expect(parseFleetConfig(base, PLAIN).undrainable).toBe('stop');
+    expect(parseFleetConfig({ ...base, 'node-maint:undrainable': 'skip' }, PLAIN).undrainable).toBe('skip');
+  });
+
+  const window = (w: Record<string, unknown>) => ({ 'node-maint:maintenanceWindow': JSON.stringify({ schedule: '0 22 * * 6', duration: '4h', ...w }) });
+  it.each([
+    [{ 'node-maint:maintenanceWindw': '{}' }, /^config node-maint:maintenanceWindw: unknown key \(did you mean node-maint:maintenanceWindow\?\)/],
+    [{ 'node-maint:ordr': 'as-listed' }, /^config node-maint:ordr: unknown key \(did you mean node-maint:order\?\)/],
+    [window({ timezone: 'UTC' }), /^config node-maint:maintenanceWindow.timezone: unknown setting \(did you mean maintenanceWindow.timeZone\?\); known: schedule, duration, timeZone/],
+    [window({ schedul: '0 1 * * *' }), /maintenanceWindow.schedul: unknown setting \(did you mean maintenanceWindow.schedule\?\)/],
+    [{ 'node-maint:maintenanceWindow': 'saturdays' }, /^config node-maint:maintenanceWindow: must be an object/],
+    [{ 'node-maint:maintenanceWindow': '{"duration":"4h"}' }, /^config node-maint:maintenanceWindow.schedule: required: a 5-field cron expression/],
+    [window({ schedule: '61 22 * * 6' }), /^config node-maint:maintenanceWindow.schedule: "61 22 \* \* 6": Constraint error, got value 61 expected range 0-59/],
+    [window({ schedule: '0 0 22 * * 6' }), /maintenanceWindow.schedule: .*must be a 5-field cron expression .* got 6 fields/],
+    [window({ schedule: '0 22 *' }), /maintenanceWindow.schedule: .*got 3 fields/],
+    [window({ schedule: '0 22 * * sat-' }), /^config node-maint:maintenanceWindow.schedule: /],
+    [window({ duration: '0h' }), /^config node-maint:maintenanceWindow.duration: must be a positive duration .* \(got "0h"\)/],
+    [window({ duration: '4 hours' }), /maintenanceWindow.duration: must be a positive duration/],
+    [window({ duration: 240 }), /maintenanceWindow.duration: must be a positive duration .* \(got 240\)/],
+    [window({ duration: undefined }), /maintenanceWindow.duration: must be a positive duration .* \(got undefined\)/],
+    [window({ timeZone: 'Europe/Berln' }), /^config node-maint:maintenanceWindow.timeZone: unknown time zone "Europe\/Berln"/],
+    [window({ timeZone: 1 }), /maintenanceWindow.timeZone: must be an IANA time zone name/],
+    [{ 'node-maint:order': 'fewest-pod' }, /^config node-maint:order: unknown order "fewest-pod" \(did you mean fewest-pods\?\); known: fewest-pods, as-listed, or a list of node names/],
+    [{ 'node-maint:order': '[]' }, /^config node-maint:order: must be fewest-pods or as-listed, or a non-empty list of node names/],
+    [{ 'node-maint:order': '{"first":["a"]}' }, /node-maint:order: must be fewest-pods or as-listed/],
+    [{ 'node-maint:order': '["fleet-1","Fleet_2"]' }, /^config node-maint:order: invalid node name "Fleet_2"/],
+    [{ 'node-maint:order': '["fleet-1","fleet-2","fleet-1"]' }, /^config node-maint:order: lists fleet-1 more than once/],
+    [{ 'node-maint:undrainable': 'skp' }, /^config node-maint:undrainable: unknown behaviour "skp" \(did you mean skip\?\); known: stop .*, skip/],
+    [{ 'node-maint:undrainable': 'true' }, /^config node-maint:undrainable: unknown behaviour true; known: stop/],
+  ])('names the key of a bad setting: %j', (override, message) => {
+    let error: Error | undefined;
+    try {
+      parseFleetConfig({ ...base, ...override }, PLAIN);
+    } catch (e) {
+      error = e as Error;
+    }
+    expect(error?.name).toBe('ConfigError');
+    expect(error?.message).toMatch(message);
+  });
+});
+
 describe('the SSH key in stack config', () => {
   it('accepts a key set with --secret', () => {
     expect(parseFleetConfig({ ...base, 'node-maint:sshKey': KEY }, SECRET).sshKey).toBe(KEY);

@@ -51,6 +51,12 @@ describe('NodeMarker', () => {
     expect(lines).toEqual(['could not mark the node (the Lease is not ours); the run goes on']);
   });
 
+  it('a node passed by as undrainable is labelled skipped with a Warning Event, without a run having begun', async () => {
+    const { cluster, writes } = recordingCluster();
+    await new NodeMarker(cluster, 'n1', 'r1', () => undefined).skipped('budget ledger allows no eviction');
+    expect(writes).toEqual(['label skipped', 'event MaintenanceSkipped u1']);
+  });
+
   it('maps results to the final state', () => {
     expect(['upgraded', 'rolled-back', 'leaks-found', 'rollback-failed'].map((r) => finalState(r as RunReport['result']))).toEqual(['done', 'rolled-back', 'failed', 'failed']);
   });
