@@ -1,6 +1,9 @@
 import { auditLiveNode } from '../leaks/index.js';
 import { reclaimNode } from '../leaks/reclaim/index.js';
 import type { Transport } from '../node/transport/index.js';
+import { RunbookError } from '../errors.js';
+import { auditMetrics } from '../metrics/audit.js';
+import { AUDIT_TEXTFILE, validateTextfileDir, writeTextfile } from '../metrics/textfile.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration } from './duration.js';
 import { connectNode } from './node-access.js';
@@ -8,7 +11,7 @@ import { auditExitCode, renderAudit } from './render-audit.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 
-export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json] [options]
+export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json|prometheus] [--textfile-dir DIR] [options]
 
 Audits a node, on any day, for leaked network and sandbox resources: host-local IPs whose container is not a live
 sandbox (both file formats) and pod IPs with no allocation, with usage per range of each network's own host-local
@@ -29,7 +32,14 @@ reported as "could not verify", never as clean. The node's state comes back in o
                             resourceVersion preconditions. The plan is printed before anything is done. Refuses to
                             act at all when either audit could not verify everything.
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
-  --output text|json        --kubeconfig PATH   --context NAME
+  --output text|json|prometheus
+                            prometheus: the audit as Prometheus gauges (exposition format): the verdict, findings
+                            per class, per network and range the usable, allocated, in-use and leaked IPs, sandboxes
+                            ready and not, pods stuck Terminating (README: Metrics)
+  --textfile-dir DIR        also write those gauges on the node to DIR/node_maint_audit.prom, for node-exporter's
+                            textfile collector (Debian: /var/lib/prometheus/node-exporter); after --reclaim, the
+                            audit after it
+  --kubeconfig PATH         --context NAME
   Node access: as upgrade-node (--ssh-host, --ssh-port, --ssh-user, --ssh-key, --known-hosts, --ssh-bastion,
   --transport ssh|docker-exec|local, --container, --docker-host).
 
@@ -39,10 +49,12 @@ it could not verify); 2 usage; 3 node not found; 5 unreachable; 6 host key; 7 SS
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
-  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, ...CONNECT_OPTIONS } as const;
+  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
   try {
-    return await runCommand(argv, io, { options, help: AUDIT_HELP }, async (flags, positionals, json) => {
+    return await runCommand(argv, io, { options, help: AUDIT_HELP, outputs: ['text', 'json', 'prometheus'] }, async (flags, positionals, json, format) => {
       const node = singleNode(positionals);
+      const textfileDir = flags['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(flags['textfile-dir']));
+      if (format === 'prometheus' && flags.reclaim) throw new RunbookError('usage', '--output prometheus shows an audit; with --reclaim use --textfile-dir for the audit after it');
       const interval = flags.interval ? parseDuration(String(flags.interval), '--interval') : 5;
       const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
       const access = await connectNode(node, flags);
@@ -50,7 +62,9 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       const started = Date.now();
       if (!flags.reclaim) {
         const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
-        io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
+        if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(report));
+        if (format === 'prometheus') io.stdout(await auditMetrics(report));
+        else io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
         return auditExitCode(report.verdict);
       }
       const result = await reclaimNode({
@@ -61,6 +75,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         graceSeconds: grace,
         onPlan: (lines) => io.stderr(`reclaim plan for ${node}:\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
       });
+      if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(result.after));
       if (json) {
         io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
       } else {

@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ExitCode, RunbookError } from '../errors.js';
 import { validateNodeName } from '../runbook/options.js';
-import { outputFormat, reportFailure, type CliIo } from './io.js';
+import { outputFormat, reportFailure, type CliIo, type OutputFormat } from './io.js';
 
 // What every entry point does the same way: strict flags (a typo is a usage error), --help, --output, the cluster
 // flags, and failures turned into a line on stderr (JSON on stdout with --output json) and an exit code.
@@ -18,8 +18,8 @@ const COMMON: Options = {
 export async function runCommand(
   argv: string[],
   io: CliIo,
-  spec: { options: Options; help: string },
-  body: (flags: Flags, positionals: string[], json: boolean) => Promise<number>,
+  spec: { options: Options; help: string; outputs?: readonly OutputFormat[] },
+  body: (flags: Flags, positionals: string[], json: boolean, format: OutputFormat) => Promise<number>,
 ): Promise<number> {
   let json = false;
   try {
@@ -29,8 +29,9 @@ export async function runCommand(
       io.stdout(`${spec.help}\n`);
       return ExitCode.ok;
     }
-    json = outputFormat(flags.output);
-    return await body(flags, positionals, json);
+    const format = outputFormat(flags.output, spec.outputs);
+    json = format === 'json';
+    return await body(flags, positionals, json, format);
   } catch (error) {
     return reportFailure(error, json, io);
   }

@@ -17,7 +17,11 @@ export function reportFailure(error: unknown, json: boolean, io: CliIo): number 
   return exitCode;
 }
 
-export function outputFormat(value: string | undefined): boolean {
-  if (value !== undefined && value !== 'text' && value !== 'json') throw new RunbookError('usage', `--output must be text or json (got ${JSON.stringify(value)})`);
-  return value === 'json';
+export type OutputFormat = 'text' | 'json' | 'prometheus';
+
+/** The --output the command was given, among those it offers (text, json, and for audit-node prometheus). */
+export function outputFormat(value: string | undefined, offered: readonly OutputFormat[] = ['text', 'json']): OutputFormat {
+  if (value === undefined) return 'text';
+  if (!(offered as readonly string[]).includes(value)) throw new RunbookError('usage', `--output must be ${offered.join(' or ')} (got ${JSON.stringify(value)})`);
+  return value as OutputFormat;
 }

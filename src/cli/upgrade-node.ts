@@ -10,6 +10,7 @@ import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 import { connectNode } from './node-access.js';
 import { progressPrinter } from '../runbook/progress.js';
+import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
 
 export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE --to PACKAGE=VERSION[,PACKAGE=VERSION] [options]
 
@@ -46,6 +47,9 @@ Drain (as kubectl drain):
 
 Other:
   --output text|json           the final report (progress always goes to stderr)
+  --textfile-dir DIR           after the run, write on the node DIR/node_maint_run.prom (result, exit code, step
+                               durations) and DIR/node_maint_audit.prom (a fresh leak audit), for node-exporter's
+                               textfile collector (Debian: /var/lib/prometheus/node-exporter); not on a dry run
   --allow-control-plane        maintain a control-plane node (refused otherwise)
   --lease-namespace NS         (kube-system; the smoke pod runs there too)
   --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
@@ -85,6 +89,7 @@ const UPGRADE_OPTIONS = {
   'hook-before-drain': { type: 'string' },
   'hook-after-upgrade': { type: 'string' },
   'hook-after-uncordon': { type: 'string' },
+  'textfile-dir': { type: 'string' },
   ...CONNECT_OPTIONS,
 } as const;
 
@@ -118,9 +123,12 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
           timeoutSeconds: seconds('timeout', DEFAULT_RUN_OPTIONS.drain.timeoutSeconds),
         },
       };
+      const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
       const access = await connectNode(options.node, values);
       transport = access.transport;
-      const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter((l) => io.stderr(`${l}\n`)) });
+      const progress = (l: string) => io.stderr(`${l}\n`);
+      const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress) });
+      if (textfileDir) await publishRunMetrics({ cluster: access.cluster, transport, report, dir: textfileDir, log: progress });
       io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
       return report.exitCode;
     });

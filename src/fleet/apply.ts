@@ -7,6 +7,11 @@ import type { RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { NodeMarker } from '../runbook/node-marker.js';
+import type { Hooks } from '../runbook/hooks.js';
+import { publishRunMetrics } from '../metrics/textfile.js';
+import { DEFAULT_GATES, type Gates } from './config/operations.js';
+import { observeBefore, waitForNoAlerts, waitUntilBack, type NodeBefore } from './gates/index.js';
+import { nodeEnded, postMessage, type NodeOutcome } from './notify.js';
 import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
 
@@ -32,6 +37,15 @@ export interface NodeUpgradeInputs {
   maintenanceWindow?: MaintenanceWindow;
   /** What an undrainable node does to the fleet: stop it (the default), or be passed by. */
   undrainable?: UndrainableBehavior;
+  /** Checked around the node: alerts before it starts; it and its workloads back after it. */
+  gates?: Gates;
+  /** The soak after this node is back (0 in the last wave: no wave waits for it). */
+  soakSeconds?: number;
+  hooks?: Hooks;
+  /** node-exporter's textfile directory on the node, for the run's and the audit's metrics. */
+  textfileDir?: string;
+  /** "project/stack", for notifications. */
+  fleet?: string;
 }
 
 function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
@@ -61,12 +75,34 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
-      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true },
+      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, hooks: inputs.hooks ?? {} },
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),
+    }).then(async (report) => {
+      if (inputs.textfileDir) await publishRunMetrics({ cluster, transport, report, dir: inputs.textfileDir, log: (line) => log(`[${inputs.node}] ${line}`) });
+      return report;
     }),
   );
+}
+
+/** Before the node starts: waits while a matching alert fires (up to its bound), then records what "back" means. */
+export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void): Promise<NodeBefore> {
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  const gates = inputs.gates ?? DEFAULT_GATES;
+  await waitForNoAlerts({ cluster, node: inputs.node, gates, log });
+  return observeBefore(cluster, inputs.node);
+}
+
+/** After the node's run: it and its workloads back, then the soak; throws (the fleet stops) when time is up. */
+export async function afterFleetNode(inputs: NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void> {
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  await waitUntilBack({ cluster, node: inputs.node, gates: inputs.gates ?? DEFAULT_GATES, log }, before, inputs.soakSeconds ?? 0);
+}
+
+/** The node's end, to the webhook (if any); never throws. */
+export async function notifyNodeEnd(webhook: string | undefined, inputs: NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void> {
+  await postMessage(webhook, nodeEnded(inputs.fleet ?? 'fleet', outcome), (line) => log(`[${inputs.node}] ${line}`));
 }
 
 /** The node passed by, as it was: the state label says skipped, an annotation and a Warning Event say why. */

@@ -1,4 +1,4 @@
-import { ConfigError } from './config.js';
+import { ConfigError } from './config/values.js';
 
 // The order nodes are maintained in, before they are cut into waves: the least disruptive first by default.
 export type FleetOrder = 'fewest-pods' | 'as-listed' | { first: string[] };

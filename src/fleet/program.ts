@@ -4,9 +4,10 @@ import { isControlPlane } from '../cluster/nodes.js';
 import type { List, Node, Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
-import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config.js';
+import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
+import { fleetFinished, fleetStarted, postMessage } from './notify.js';
 import { NodeRuntimeUpgrade } from './resource.js';
 import { SKIPPED_RESULT } from './undrainable.js';
 import { planFleetWaves } from './waves.js';
@@ -107,6 +108,17 @@ function skippedNodes(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Out
   });
 }
 
+const atTargets = (seen: Record<string, string> | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen[p] === v);
+
+/** Every node's result once all are done; posted to the webhook on `pulumi up` (never on a preview). */
+function fleetEnd(resources: Record<string, NodeRuntimeUpgrade>, skipped: pulumi.Output<Record<string, string>>, { fleet, webhook }: { fleet: string; webhook?: string }): pulumi.Output<Record<string, string>> {
+  const results = pulumi.all(Object.fromEntries(Object.entries(resources).map(([name, r]) => [name, r.result])));
+  return pulumi.all([results, skipped]).apply(async ([byNode, passed]) => {
+    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetFinished(fleet, byNode as Record<string, string>, passed), (l) => pulumi.log.warn(l));
+    return byNode as Record<string, string>;
+  });
+}
+
 export default async function program() {
   const raw = pulumi.runtime.allConfig();
   const config = parseFleetConfig(raw, { secretKeys: Object.keys(raw).filter(isConfigSecret) });
@@ -132,9 +144,16 @@ export default async function program() {
   pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
+  const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
+  const changing = nodes.filter((_, i) => !atTargets(observed[i]!, config.targets)).map((n) => n.metadata.name);
+  const waveNames = waves.map((w) => w.map((i) => names[i]!));
+  if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
+  // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
+  const g = config.gates;
+  const timeout = `${60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60)}m`;
   let previous: NodeRuntimeUpgrade[] = [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
-  for (const wave of waves) {
+  for (const [w, wave] of waves.entries()) {
     previous = wave.map((i) => {
       const name = nodes[i]!.metadata.name;
       const seen = observed[i];
@@ -150,17 +169,27 @@ export default async function program() {
           leaseNamespace: config.leaseNamespace,
           allowControlPlane: config.allowControlPlane,
           undrainable: config.undrainable,
+          gates: config.gates,
+          // No wave waits for the last one.
+          soakSeconds: w < waves.length - 1 ? config.gates.soakSeconds : 0,
+          hooks: config.hooks,
+          fleet,
+          ...(config.metrics ? { textfileDir: config.metrics.textfileDir } : {}),
           ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
           ...(typeof seen === 'object' ? { observed: seen } : {}),
           ...(sshKey ? { sshKey } : {}),
+          ...(config.webhook ? { webhook: pulumi.secret(config.webhook) } : {}),
         },
-        { dependsOn: previous, customTimeouts: { create: '60m', update: '60m' } },
+        { dependsOn: previous, customTimeouts: { create: timeout, update: timeout } },
       ));
     });
   }
+  const skipped = skippedNodes(resources);
   return {
-    waves: waves.map((w) => w.map((i) => nodes[i]!.metadata.name)),
-    skipped: skippedNodes(resources),
+    waves: waveNames,
+    skipped,
+    // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes.
+    finished: fleetEnd(resources, skipped, { fleet, webhook: changing.length > 0 ? config.webhook : undefined }),
     nodes: Object.fromEntries(
       Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),
     ),

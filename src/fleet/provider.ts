@@ -9,18 +9,27 @@ export type ProviderInputs = NodeUpgradeInputs & {
   /** Installed versions the program saw when it planned; drift from the targets is a change. */
   observed?: Record<string, string>;
   sshKey?: string;
+  /** A Pulumi secret, like the SSH key: Slack-style URLs carry a token. */
+  webhook?: string;
 };
 
 export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.ResourceProvider {
   const run = async (inputs: ProviderInputs) => {
     const lib = await import(libraryUrl);
-    const { sshKey, observed, ...rest } = inputs;
+    const { sshKey, observed, webhook, ...rest } = inputs;
     void observed;
-    // Checked as each node starts, not once per `pulumi up`: a pause or a closing window stops the waves after it.
-    const holds: string[] = await lib.fleetHolds(rest, new Date());
-    if (holds.length > 0) throw new Error(`${inputs.node}: not started: ${holds.join('; ')}`);
-    const started = Date.now();
     const log = (line: string) => console.error(line);
+    const tell = (outcome: Record<string, unknown>) => lib.notifyNodeEnd(webhook, rest, { node: inputs.node, ...outcome }, log);
+    const stop = async (result: string, message: string, extra: Record<string, unknown> = {}): Promise<never> => {
+      await tell({ result, error: message, ...extra });
+      throw new Error(message);
+    };
+    // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
+    // waves after it.
+    const holds: string[] = await lib.fleetHolds(rest, new Date());
+    if (holds.length > 0) await stop('not-started', `${inputs.node}: not started: ${holds.join('; ')}`);
+    const before = await lib.beforeFleetNode(rest, log).catch((e: Error) => stop('not-started', e.message));
+    const started = Date.now();
     const report = await lib.upgradeFleetNode(rest, sshKey, log);
     // An undrainable node, left as it was, is passed by when the operator said so; every other failure stops the fleet.
     const undrainable: string | undefined = report.exitCode !== 0 && inputs.undrainable === 'skip' ? lib.undrainableReason(report) : undefined;
@@ -29,9 +38,11 @@ export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.Resource
       log(`[${inputs.node}] skipped (undrainable, left as it was): ${undrainable}`);
     } else if (report.exitCode !== 0) {
       const rolled = report.rollback.map((r: { step: string; status: string }) => `${r.step} ${r.status}`).join(', ');
-      throw new Error(`${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`);
+      await stop(report.result, `${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, { exitCode: report.exitCode, runId: report.runId });
     }
-    return {
+    // Whatever the run did to the node, the next wave waits until it and its workloads are back.
+    await lib.afterFleetNode(rest, before, log).catch((e: Error) => stop('gate-failed', e.message, { runId: report.runId }));
+    const outs = {
       node: inputs.node,
       targets: inputs.targets,
       result: undrainable === undefined ? report.result : lib.SKIPPED_RESULT,
@@ -44,6 +55,8 @@ export function nodeUpgradeProvider(libraryUrl: string): pulumi.dynamic.Resource
       durationMs: report.durationMs,
       providerMs: Date.now() - started,
     };
+    await tell({ result: outs.result, runId: outs.runId, versionsBefore: outs.versionsBefore, versionsAfter: outs.versionsAfter, durationMs: outs.durationMs, ...(undrainable !== undefined ? { error: undrainable } : {}) });
+    return outs;
   };
   return {
     async check(_olds: ProviderInputs, news: ProviderInputs) {

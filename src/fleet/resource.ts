@@ -6,6 +6,7 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   /** Installed versions the program saw when it planned. */
   observed?: Record<string, string>;
   sshKey?: pulumi.Input<string>;
+  webhook?: pulumi.Input<string>;
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.
@@ -27,7 +28,7 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
       PROVIDER,
       name,
       { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined },
-      { ...opts, additionalSecretOutputs: ['sshKey'] },
+      { ...opts, additionalSecretOutputs: ['sshKey', 'webhook'] },
       'node-maint',
       'NodeRuntimeUpgrade',
     );

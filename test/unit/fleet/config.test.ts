@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseFleetConfig } from '../../../src/fleet/config.js';
+import { parseFleetConfig } from '../../../src/fleet/config/index.js';
 import { planFleetWaves, planWaves } from '../../../src/fleet/waves.js';
 
 // As the engine lists secret keys to the program: node-maint:sshKey when set with `pulumi config set --secret`.
@@ -62,6 +62,24 @@ describe('maintenanceWindow and order in stack config', () => {
     expect(parseFleetConfig({ ...base, 'node-maint:undrainable': 'skip' }, PLAIN).undrainable).toBe('skip');
   });
 
+  it('reads gates (workloads back within 15m by default, no soak, no alert gate), hooks, metrics and a webhook', () => {
+    expect(parseFleetConfig(base, PLAIN)).toMatchObject({ gates: { workloadsTimeoutSeconds: 900, soakSeconds: 0 }, hooks: {} });
+    const c = parseFleetConfig(
+      {
+        ...base,
+        'node-maint:gates': JSON.stringify({ soak: '2m', workloadsTimeout: '10m', alerts: { prometheus: 'http://127.0.0.1:9090', names: ['NodeMaintLeakedIPs'], labels: { severity: 'critical' } } }),
+        'node-maint:hooks': JSON.stringify({ beforeDrain: 'local:echo hi', afterUncordon: '/usr/local/bin/check' }),
+        'node-maint:metrics': JSON.stringify({ textfileDir: '/var/lib/prometheus/node-exporter' }),
+        'node-maint:webhook': 'https://hooks.example.com/services/T0/B0/x',
+      },
+      PLAIN,
+    );
+    expect(c.gates).toEqual({ soakSeconds: 120, workloadsTimeoutSeconds: 600, alerts: { prometheus: 'http://127.0.0.1:9090/', names: ['NodeMaintLeakedIPs'], labels: { severity: 'critical' }, holdTimeoutSeconds: 1800 } });
+    expect(c.hooks).toEqual({ beforeDrain: 'local:echo hi', afterUncordon: '/usr/local/bin/check' });
+    expect(c.metrics).toEqual({ textfileDir: '/var/lib/prometheus/node-exporter' });
+    expect(c.webhook).toBe('https://hooks.example.com/services/T0/B0/x');
+  });
+
   const window = (w: Record<string, unknown>) => ({ 'node-maint:maintenanceWindow': JSON.stringify({ schedule: '0 22 * * 6', duration: '4h', ...w }) });
   it.each([
     [{ 'node-maint:maintenanceWindw': '{}' }, /^config node-maint:maintenanceWindw: unknown key \(did you mean node-maint:maintenanceWindow\?\)/],
@@ -87,6 +105,23 @@ describe('maintenanceWindow and order in stack config', () => {
     [{ 'node-maint:order': '["fleet-1","fleet-2","fleet-1"]' }, /^config node-maint:order: lists fleet-1 more than once/],
     [{ 'node-maint:undrainable': 'skp' }, /^config node-maint:undrainable: unknown behaviour "skp" \(did you mean skip\?\); known: stop .*, skip/],
     [{ 'node-maint:undrainable': 'true' }, /^config node-maint:undrainable: unknown behaviour true; known: stop/],
+    [{ 'node-maint:gates': '"5m"' }, /^config node-maint:gates: must be an object, e.g. \{"soak": "5m"/],
+    [{ 'node-maint:gates': '{"sok":"5m"}' }, /^config node-maint:gates.sok: unknown setting \(did you mean gates.soak\?\)/],
+    [{ 'node-maint:gates': '{"soak":"5 minutes"}' }, /^config node-maint:gates.soak: must be a duration such as "30s"/],
+    [{ 'node-maint:gates': '{"workloadsTimeout":"0s"}' }, /^config node-maint:gates.workloadsTimeout: must be a positive duration/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"http://p:9090"}}' }, /^config node-maint:gates.alerts: needs names or labels/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"prometheus:9090","names":["A"]}}' }, /^config node-maint:gates.alerts.prometheus: must be an http:\/\/ or https:\/\/ URL/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"http://u:secret@p:9090","names":["A"]}}' }, /gates.alerts.prometheus: must be .* without credentials in it \(got "http:\/\/\*\*\*@p:9090"\)/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"http://p:9090","names":["bad name"]}}' }, /^config node-maint:gates.alerts.names: must be a list of alert names/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"http://p:9090","labels":{"severity":1}}}' }, /^config node-maint:gates.alerts.labels: must be a map/],
+    [{ 'node-maint:gates': '{"alerts":{"prometheus":"http://p:9090","names":["A"],"holdTimout":"5m"}}' }, /gates.alerts.holdTimout: unknown setting \(did you mean gates.alerts.holdTimeout\?\)/],
+    [{ 'node-maint:hooks': '{"beforeDrian":"true"}' }, /^config node-maint:hooks.beforeDrian: unknown setting \(did you mean hooks.beforeDrain\?\)/],
+    [{ 'node-maint:hooks': '{"afterUpgrade":"local:  "}' }, /^config node-maint:hooks.afterUpgrade: must be a command/],
+    [{ 'node-maint:metrics': '{"textfileDir":"var/lib/x"}' }, /^config node-maint:metrics.textfileDir: must be an absolute path/],
+    [{ 'node-maint:metrics': '{"textfileDir":"/var/lib/../etc"}' }, /metrics.textfileDir: must be an absolute path/],
+    [{ 'node-maint:metrics': '{"textfileDir":"/var/lib/x;reboot"}' }, /metrics.textfileDir: must be an absolute path/],
+    [{ 'node-maint:webhook': 'hooks.slack.com/services/T0' }, /^config node-maint:webhook: must be an http:\/\/ or https:\/\/ URL/],
+    [{ 'node-maint:webhook': '{"url":"http://x"}' }, /^config node-maint:webhook: must be a URL string/],
   ])('names the key of a bad setting: %j', (override, message) => {
     let error: Error | undefined;
     try {

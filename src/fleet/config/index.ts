@@ -1,11 +1,17 @@
-import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../cluster/drain/filters.js';
-import { parseTargets, validateNodeName } from '../runbook/options.js';
-import type { FleetOrder } from './order.js';
-import { UNDRAINABLE_BEHAVIORS, type UndrainableBehavior } from './undrainable.js';
-import { checkSchedule, checkTimeZone, parseDuration, type MaintenanceWindow } from './window.js';
+import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../../cluster/drain/filters.js';
+import type { Hooks } from '../../runbook/hooks.js';
+import { parseTargets, validateNodeName } from '../../runbook/options.js';
+import type { FleetOrder } from '../order.js';
+import type { UndrainableBehavior } from '../undrainable.js';
+import type { MaintenanceWindow } from '../window.js';
+import { gates, hooks, metrics, webhook, type Gates, type MetricsConfig } from './operations.js';
+import { fleetOrder, maintenanceWindow, undrainable } from './schedule.js';
+import { CONFIG_NAMESPACE, closest, ConfigError, isRecord, only, parseValue, stringMap } from './values.js';
+
+export { CONFIG_NAMESPACE, ConfigError } from './values.js';
+export type { AlertGate, Gates, MetricsConfig } from './operations.js';
 
 // The fleet's stack config (namespace node-maint), validated once; every error names the key it is about.
-export const CONFIG_NAMESPACE = 'node-maint';
 
 export interface FleetConfig {
   nodes?: string[];
@@ -27,107 +33,16 @@ export interface FleetConfig {
   order: FleetOrder;
   /** A node the drain cannot empty stops the fleet (stop), or is rolled back, marked and passed by (skip). */
   undrainable: UndrainableBehavior;
+  /** What must hold before the next node starts: its wave's nodes and workloads back, a soak, no firing alert. */
+  gates: Gates;
+  /** The operator's commands before the drain, after the upgrade, after the uncordon, on each node. */
+  hooks: Hooks;
+  metrics?: MetricsConfig;
+  /** Where a JSON message (Slack-compatible `text`) goes at the fleet's start, each node's end and the fleet's end. */
+  webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'maintenanceWindow', 'order', 'undrainable'] as const;
-
-export class ConfigError extends Error {
-  constructor(key: string, message: string) {
-    super(`config ${CONFIG_NAMESPACE}:${key}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
-
-function closest(word: string, candidates: readonly string[]): string | undefined {
-  const distance = (a: string, b: string) => {
-    const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
-    for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-    for (let i = 1; i <= a.length; i++)
-      for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
-    return d[a.length]![b.length]!;
-  };
-  const best = [...candidates].sort((x, y) => distance(word, x) - distance(word, y))[0];
-  return best && distance(word, best) <= 3 ? best : undefined;
-}
-
-function parse(key: string, raw: string | undefined): unknown {
-  if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function stringMap(key: string, value: unknown): Record<string, string> {
-  if (value === undefined) return {};
-  if (!isRecord(value) || Object.values(value).some((v) => typeof v !== 'string')) throw new ConfigError(key, 'must be a map of names to strings');
-  return value as Record<string, string>;
-}
-
-function only(key: string, value: Record<string, unknown>, allowed: string[]): void {
-  for (const k of Object.keys(value)) {
-    if (!allowed.includes(k)) {
-      const hint = closest(k, allowed);
-      throw new ConfigError(`${key}.${k}`, `unknown setting${hint ? ` (did you mean ${key}.${hint}?)` : ''}; known: ${allowed.join(', ')}`);
-    }
-  }
-}
-
-function maintenanceWindow(value: unknown): MaintenanceWindow | undefined {
-  if (value === undefined) return undefined;
-  const key = 'maintenanceWindow';
-  if (!isRecord(value)) throw new ConfigError(key, 'must be an object: {"schedule": "0 22 * * 6", "duration": "4h", "timeZone": "Europe/Berlin"}');
-  only(key, value, ['schedule', 'duration', 'timeZone']);
-  const { schedule, duration, timeZone = 'UTC' } = value;
-  if (typeof timeZone !== 'string') throw new ConfigError(`${key}.timeZone`, 'must be an IANA time zone name such as Europe/Berlin');
-  try {
-    checkTimeZone(timeZone);
-  } catch {
-    throw new ConfigError(`${key}.timeZone`, `unknown time zone ${JSON.stringify(timeZone)} (an IANA name such as Europe/Berlin, or UTC)`);
-  }
-  if (typeof schedule !== 'string') throw new ConfigError(`${key}.schedule`, 'required: a 5-field cron expression for when each window opens, e.g. "0 22 * * 6"');
-  try {
-    checkSchedule(schedule, timeZone);
-  } catch (e) {
-    throw new ConfigError(`${key}.schedule`, `${JSON.stringify(schedule)}: ${(e as Error).message}`);
-  }
-  const minutes = typeof duration === 'string' ? parseDuration(duration) : undefined;
-  if (minutes === undefined) throw new ConfigError(`${key}.duration`, `must be a positive duration in hours and/or minutes such as "4h", "90m" or "1h30m" (got ${JSON.stringify(duration)})`);
-  return { schedule, durationMinutes: minutes, timeZone };
-}
-
-const ORDERS = ['fewest-pods', 'as-listed'] as const;
-
-function fleetOrder(value: unknown): FleetOrder {
-  if (value === undefined) return 'fewest-pods';
-  if (typeof value === 'string') {
-    if ((ORDERS as readonly string[]).includes(value)) return value as FleetOrder;
-    const hint = closest(value, ORDERS);
-    throw new ConfigError('order', `unknown order ${JSON.stringify(value)}${hint ? ` (did you mean ${hint}?)` : ''}; known: ${ORDERS.join(', ')}, or a list of node names to go first`);
-  }
-  if (!Array.isArray(value) || value.length === 0 || value.some((n) => typeof n !== 'string')) throw new ConfigError('order', `must be ${ORDERS.join(' or ')}, or a non-empty list of node names to go first`);
-  const names = value as string[];
-  for (const n of names) {
-    try {
-      validateNodeName(n);
-    } catch (e) {
-      throw new ConfigError('order', (e as Error).message);
-    }
-  }
-  const twice = names.filter((n, i) => names.indexOf(n) !== i);
-  if (twice.length > 0) throw new ConfigError('order', `lists ${[...new Set(twice)].join(', ')} more than once`);
-  return { first: names };
-}
-
-function undrainable(value: unknown): UndrainableBehavior {
-  if (value === undefined) return 'stop';
-  if (typeof value === 'string' && (UNDRAINABLE_BEHAVIORS as readonly string[]).includes(value)) return value as UndrainableBehavior;
-  const hint = typeof value === 'string' ? closest(value, UNDRAINABLE_BEHAVIORS) : undefined;
-  throw new ConfigError('undrainable', `unknown behaviour ${JSON.stringify(value)}${hint ? ` (did you mean ${hint}?)` : ''}; known: stop (roll the node back and stop the fleet, the default), skip (roll it back, mark it, go on with the others)`);
-}
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -152,7 +67,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
       `is in the stack file in plain text, not a secret; run \`pulumi config rm ${sshKeyFull}\`, then \`cat KEY | pulumi config set --secret ${sshKeyFull}\` (and replace the key if the stack file was shared)`,
     );
   }
-  const get = (key: (typeof KEYS)[number]) => parse(key, raw[`${CONFIG_NAMESPACE}:${key}`]);
+  const get = (key: (typeof KEYS)[number]) => parseValue(raw[`${CONFIG_NAMESPACE}:${key}`]);
 
   const nodes = get('nodes');
   const nodeSelector = get('nodeSelector');
@@ -229,5 +144,9 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     maintenanceWindow: maintenanceWindow(get('maintenanceWindow')),
     order: fleetOrder(get('order')),
     undrainable: undrainable(get('undrainable')),
+    gates: gates(get('gates')),
+    hooks: hooks(get('hooks')),
+    metrics: metrics(get('metrics')),
+    webhook: webhook(get('webhook')),
   };
 }
