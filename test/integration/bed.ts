@@ -21,6 +21,10 @@ export interface Testbed {
   nodes: Array<{ name: string; sshPort: number; container: string | null }>;
   /** The bed's kind cluster (testbed/lib/kind.sh): its nodes are containers on the bed's dockerd. */
   kind: { name: string; kubeconfig: string; controlPlane: string; workers: string[]; bin: string } | null;
+  /** The bed's Prometheus (testbed/lib/monitoring.sh), scraping node-exporter's textfile collector on the real node. */
+  prometheus: string;
+  /** node-exporter's textfile directory on the real node (this machine). */
+  textfileDir: string;
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

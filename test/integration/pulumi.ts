@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,6 +11,8 @@ export interface PulumiStack {
   dir: string;
   configFile: string;
   run(args: string[], options?: { allowFailure?: boolean }): Promise<{ code: number; stdout: string; stderr: string; ms: number }>;
+  /** Starts a command and lets the test read its output while it runs. */
+  start(args: string[]): { output: () => string; done: Promise<number> };
   set(key: string, value: string, secret?: boolean): Promise<void>;
   stateText(): string;
 }
@@ -28,11 +30,11 @@ export async function newStack(name: string): Promise<PulumiStack> {
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
   };
   const configFile = join(dir, `Pulumi.${name}.yaml`);
+  const argv = (args: string[]) => [...args, '--non-interactive', ...(['preview', 'up', 'refresh', 'destroy'].includes(args[0]!) ? ['--config-file', configFile] : [])];
   const run: PulumiStack['run'] = async (args, options = {}) => {
     const t0 = Date.now();
     try {
-      const withConfig = ['preview', 'up', 'refresh', 'destroy'].includes(args[0]!) ? ['--config-file', configFile] : [];
-      const { stdout, stderr } = await exec('pulumi', [...args, '--non-interactive', ...withConfig], { env, maxBuffer: 64 * 2 ** 20, timeout: 1_800_000 });
+      const { stdout, stderr } = await exec('pulumi', argv(args), { env, maxBuffer: 64 * 2 ** 20, timeout: 1_800_000 });
       return { code: 0, stdout, stderr, ms: Date.now() - t0 };
     } catch (e) {
       const err = e as { code?: number; stdout?: string; stderr?: string };
@@ -44,10 +46,18 @@ export async function newStack(name: string): Promise<PulumiStack> {
   // stack init writes the stack's settings (its secrets salt) beside Pulumi.yaml; the throwaway stack keeps them in
   // its own directory instead, so no test leaves files in the checkout.
   if (existsSync(`Pulumi.${name}.yaml`)) moveFile(`Pulumi.${name}.yaml`, configFile);
+  const start: PulumiStack['start'] = (args) => {
+    const child = spawn('pulumi', argv(args), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    return { output: () => output, done: new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1))) };
+  };
   const stack: PulumiStack = {
     dir,
     configFile,
     run,
+    start,
     async set(key, value, secret = false) {
       const child = execFile('pulumi', ['config', 'set', ...(secret ? ['--secret'] : []), '--config-file', configFile, `node-maint:${key}`], { env });
       child.stdin!.end(value);

@@ -1,7 +1,7 @@
 # Debian packages the bed needs on this machine, and a local apt repository of the runtime versions for the fleet hosts.
 HOST_PACKAGES="docker.io runc containernetworking-plugins openssh-server openssh-client sudo debootstrap
 busybox-static iproute2 iptables openssl conntrack ebtables ethtool socat util-linux kmod procps psmisc jq gcc libc6-dev
-dpkg-dev"
+dpkg-dev curl prometheus prometheus-node-exporter"
 
 install_host_packages() {
   local missing=()

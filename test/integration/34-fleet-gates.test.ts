@@ -1,0 +1,166 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bed, kubectl, kubectlJson, sh, waitFor } from './bed.js';
+import { configureBedFleet, fleetContainerd, newStack, onFleetHost, resetFleetHost, type PulumiStack } from './pulumi.js';
+import { waitForAlert } from './prometheus.js';
+
+// Gates between waves, through a real `pulumi up` of two fleet hosts, one per wave: a real Prometheus alert holds the
+// second wave (it is raised by the first node's after-uncordon hook: a textfile metric node-exporter serves and the
+// bed's rule NodeMaintTestHold fires on); the first node's workloads must be back, then the wave soaks. Messages go
+// to a webhook served here; each node's run writes its metrics textfiles on the host.
+const [FIRST, SECOND] = ['fleet-1', 'fleet-2'];
+const HOLD = () => `${bed().textfileDir}/node_maint_test_hold.prom`;
+const setHold = (v: 0 | 1) => sh(`printf 'node_maint_test_hold ${v}\\n' > ${HOLD()}`);
+const FLEET_TEXTFILES = '/var/lib/node-maint-test-textfile';
+const GATED = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'gated', namespace: 'demo' } };
+
+interface Message {
+  event: string;
+  node?: string;
+  text: string;
+}
+
+function webhookReceiver(): Promise<{ server: Server; url: string; messages: Message[] }> {
+  const messages: Message[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      messages.push(JSON.parse(body) as Message);
+      res.writeHead(200).end('ok');
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, messages })));
+}
+
+const untouched = async (node: string) => {
+  expect(await fleetContainerd(node)).toBe(bed().containerd.old);
+  expect((await kubectlJson('get', 'node', node)).spec.unschedulable).toBeUndefined();
+  expect(await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${node}`, '--ignore-not-found')).toBe('');
+};
+
+/** When node-maint started maintaining the node (its MaintenanceStarted Event), in ms. */
+async function startedAt(node: string): Promise<number> {
+  const events = await kubectlJson('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${node},reason=MaintenanceStarted`);
+  return Math.max(...events.items.map((e: any) => Date.parse(e.firstTimestamp)));
+}
+
+describe('pulumi up with gates between waves, hooks and a webhook', () => {
+  let stack: PulumiStack;
+  let hook: Awaited<ReturnType<typeof webhookReceiver>>;
+
+  beforeAll(async () => {
+    await resetFleetHost(FIRST);
+    await resetFleetHost(SECOND);
+    await kubectl('-n', 'kube-system', 'delete', 'configmap', 'node-maint-pause', '--ignore-not-found');
+    await kubectl('-n', 'default', 'delete', 'events', '--field-selector', `reason=MaintenanceStarted`);
+    await setHold(0);
+    hook = await webhookReceiver();
+    // Two replicas that fit only on the first node: drained, they wait Pending until it is back.
+    await kubectl('label', 'node', FIRST, 'node-maint.io/gate-test=true', '--overwrite');
+    const spec = {
+      replicas: 2,
+      selector: { matchLabels: { app: 'gated' } },
+      template: { metadata: { labels: { app: 'gated' } }, spec: { nodeSelector: { 'node-maint.io/gate-test': 'true' }, terminationGracePeriodSeconds: 2, containers: [{ name: 'c', image: 'testbed/busybox:1' }] } },
+    };
+    await sh(`echo '${JSON.stringify({ ...GATED, spec })}' | ${bed().kubectl} --kubeconfig ${bed().kubeconfig} apply -f -`);
+    await kubectl('-n', 'demo', 'rollout', 'status', 'deployment/gated', '--timeout=180s');
+    stack = await newStack('gates');
+    await configureBedFleet(stack, [FIRST, SECOND], 1);
+    await stack.set('webhook', hook.url, true);
+    await stack.set('metrics', JSON.stringify({ textfileDir: FLEET_TEXTFILES }));
+  });
+
+  afterAll(async () => {
+    hook.server.close();
+    await sh(`rm -f ${HOLD()}`);
+    await kubectl('-n', 'demo', 'delete', 'deployment', 'gated', '--ignore-not-found');
+    await kubectl('label', 'node', FIRST, 'node-maint.io/gate-test-');
+    await resetFleetHost(FIRST);
+    await resetFleetHost(SECOND);
+  });
+
+  const gates = (holdTimeout: string) => JSON.stringify({ soak: '5s', workloadsTimeout: '3m', alerts: { prometheus: bed().prometheus, names: ['NodeMaintTestHold'], holdTimeout } });
+
+  it('an alert firing past its hold timeout stops the fleet before its first node, which is left untouched', async () => {
+    await setHold(1);
+    await waitForAlert('NodeMaintTestHold', true);
+    await stack.set('gates', gates('10s'));
+    const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    expect(up.code).not.toBe(0);
+    expect(up.stdout + up.stderr).toMatch(/fleet-1: not started, the fleet stops here: timed out after 10s waiting for no firing alert before fleet-1 starts: held by firing alert\(s\): NodeMaintTestHold\{[^}]*severity=critical[^}]*\}/);
+    await untouched(FIRST);
+    await untouched(SECOND);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-held ${FIRST}`]);
+  });
+
+  it('a failing before-drain hook rolls its node back and stops the fleet; the webhook is told', async () => {
+    hook.messages.length = 0;
+    await setHold(0);
+    await waitForAlert('NodeMaintTestHold', false);
+    await stack.set('gates', gates('5m'));
+    await stack.set('hooks', JSON.stringify({ beforeDrain: 'echo "change freeze" >&2; exit 3' }));
+    const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    expect(up.code).not.toBe(0);
+    expect(up.stdout + up.stderr).toMatch(/fleet-1: rolled-back \(exit 11\): .*hook --hook-before-drain failed on fleet-1 \(exit 3\): change freeze/);
+    await untouched(FIRST);
+    await untouched(SECOND);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-failed ${FIRST}`]);
+    expect(hook.messages[1]!.text).toMatch(/the fleet stops after this wave$/);
+  });
+
+  it('holds the second wave while the alert fires, and starts it once the first node\'s workloads are back and the wave soaked', async () => {
+    hook.messages.length = 0;
+    // The first node's after-uncordon hook raises the alert: the second wave must wait for it to clear.
+    await stack.set('hooks', JSON.stringify({ afterUncordon: `local:printf 'node_maint_test_hold 1\\n' > ${HOLD()}; echo "$NODE_MAINT_NODE" >> ${HOLD()}.log` }));
+    // The gated Deployment as the fleet goes: when it was short, and when it was back at 2 again.
+    let short = 0;
+    let back = 0;
+    const up = stack.start(['up', '--yes', '--skip-preview']);
+    let ended: number | undefined;
+    void up.done.then((code) => (ended = code));
+    const watching = (async () => {
+      while (ended === undefined) {
+        const d = await kubectlJson('get', 'deployment', '-n', 'demo', 'gated').catch(() => undefined);
+        const available = d?.status?.availableReplicas ?? 0;
+        if (available < 2 && !short) short = Date.now();
+        if (available === 2 && short && !back) back = Date.now();
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+
+    await waitForAlert('NodeMaintTestHold', true);
+    // Held: the first node is done, the second has not started.
+    await waitFor(async () => up.output().includes('held by firing alert(s): NodeMaintTestHold'), 60_000, 'the second wave held by the alert');
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect(await fleetContainerd(FIRST)).toBe(bed().containerd.new);
+    await untouched(SECOND);
+    const cleared = Date.now();
+    await setHold(0);
+
+    const code = await up.done;
+    await watching;
+    expect(code, up.output()).toBe(0);
+    expect(await fleetContainerd(SECOND)).toBe(bed().containerd.new);
+    const second = await startedAt(SECOND);
+    // Event times have whole seconds.
+    expect(second).toBeGreaterThanOrEqual(Math.floor(cleared / 1000) * 1000);
+    expect(short, 'the gated workload was drained').toBeGreaterThan(0);
+    expect(back, 'and came back').toBeGreaterThan(short);
+    expect(second).toBeGreaterThanOrEqual(Math.floor((back + 5_000) / 1000) * 1000 - 1000);
+    expect(up.output()).toMatch(/\[fleet-1\] back: Ready, schedulable, .*Deployment demo\/gated.* available again/);
+    expect(up.output()).toContain('[fleet-1] soaking 5s before the next wave');
+    expect((await sh(`cat ${HOLD()}.log`)).trim()).toBe(`${FIRST}\n${SECOND}`);
+    // The webhook heard the fleet start, each node end, and the fleet end, in that order.
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-finished ${FIRST}`, `node-finished ${SECOND}`, 'fleet-finished ']);
+    expect(hook.messages[1]!.text).toContain(`${FIRST}: upgraded (containerd ${bed().containerd.old} -> containerd ${bed().containerd.new})`);
+    expect(hook.messages[3]!.text).toMatch(/finished: 2 upgraded$/);
+    // Each node's run left its metrics for node-exporter on the host.
+    for (const node of [FIRST, SECOND]) {
+      const run = await onFleetHost(node, `cat ${FLEET_TEXTFILES}/node_maint_run.prom`);
+      expect(run).toContain(`node_maint_last_run_success{node="${node}"} 1`);
+      expect(await onFleetHost(node, `cat ${FLEET_TEXTFILES}/node_maint_audit.prom`)).toContain(`node_maint_audit_verdict{node="${node}",verdict="clean"} 1`);
+    }
+  });
+});
