@@ -47,7 +47,7 @@ try {
     listings.push(time(() => kubectl('get', 'nodes', '-l', 'node-maint.io/testbed=api-only', '-o', 'wide')));
   }
   console.log(`pulumi preview plan: ${(/\+ (\d+) to create/.exec(planned) ?? [])[1] ?? '?'} resources to create`);
-  console.log(`pulumi preview, ${COUNT} nodes: median ${(median(previews) / 1000).toFixed(1)} s [${previews.map((t) => (t / 1000).toFixed(1)).join(', ')}]`);
+  console.log(`pulumi preview, ${COUNT} nodes: median ${(median(previews) / 1000).toFixed(1)} s [${previews.map((t) => (t / 1000).toFixed(1)).join(', ')}] (target: under 20 s)`);
   console.log(`kubectl get nodes, same nodes: median ${(median(listings) / 1000).toFixed(2)} s [${listings.map((t) => (t / 1000).toFixed(2)).join(', ')}]`);
   console.log(`ratio preview / kubectl get nodes: ${(median(previews) / median(listings)).toFixed(1)}x (preview also plans ${COUNT} resources and tries each node's SSH)`);
 } finally {

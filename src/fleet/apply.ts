@@ -16,10 +16,9 @@ import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
 
 export { fleetHolds } from './hold.js';
-export { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
 
-// What the Pulumi provider calls, loaded inside its methods: whether a node may start, one node's upgrade, and a
-// read-only look at its versions.
+// What a node of the fleet does (node-provider.ts calls it in the provider's process): whether it may start, its
+// gates, its upgrade, its marks and notifications; and the program's read-only look at its versions.
 export type NodeConnection =
   | { kind: 'ssh'; host: string; port: number; user: string; knownHosts: string; bastion?: string }
   | { kind: 'docker-exec'; container: string; dockerHost?: string };

@@ -10,7 +10,7 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.
-const PROVIDER = nodeUpgradeProvider(new URL('./apply.js', import.meta.url).href);
+const PROVIDER = nodeUpgradeProvider(new URL('./node-provider.js', import.meta.url).href);
 
 /** One node's container runtime upgrade (pulumi-nodejs:dynamic/node-maint:NodeRuntimeUpgrade). */
 export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {

@@ -1,0 +1,96 @@
+import * as fleet from './apply.js';
+import type { NodeBefore } from './gates/index.js';
+import type { NodeOutcome } from './notify.js';
+import type { RunReport } from '../runbook/report.js';
+import { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
+
+// What the dynamic provider does, loaded in the provider's process (provider.ts is the serialized shim that loads it):
+// check and diff are pure, so `pulumi preview` changes nothing; diff looks only at the node, its targets and its
+// versions, so a changed window, order or gate never makes a node that is done show a change. create and update run
+// the node between its gates.
+export type ProviderInputs = fleet.NodeUpgradeInputs & {
+  /** Installed versions the program saw when it planned; drift from the targets is a change. */
+  observed?: Record<string, string>;
+  sshKey?: string;
+  /** A Pulumi secret, like the SSH key: Slack-style URLs carry a token. */
+  webhook?: string;
+};
+
+/** The side effects of a node's run, one seam for tests. */
+export interface NodeRunDeps {
+  fleetHolds(inputs: fleet.NodeUpgradeInputs, now: Date): Promise<string[]>;
+  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void): Promise<NodeBefore>;
+  upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport>;
+  markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
+  afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void>;
+  notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
+}
+
+const REAL: NodeRunDeps = fleet;
+
+/** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
+export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, log: (line: string) => void = (line) => console.error(line)) {
+  const { sshKey, observed, webhook, ...rest } = inputs;
+  void observed;
+  const tell = (outcome: Omit<NodeOutcome, 'node'>) => deps.notifyNodeEnd(webhook, rest, { node: inputs.node, ...outcome }, log);
+  const stop = async (result: string, message: string, extra: Partial<NodeOutcome> = {}): Promise<never> => {
+    await tell({ result, error: message, ...extra });
+    throw new Error(message);
+  };
+  // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
+  // waves after it.
+  const holds = await deps.fleetHolds(rest, new Date());
+  if (holds.length > 0) await stop('not-started', `${inputs.node}: not started: ${holds.join('; ')}`);
+  const before = await deps.beforeFleetNode(rest, log).catch((e: Error) => stop('not-started', e.message));
+  const started = Date.now();
+  const report = await deps.upgradeFleetNode(rest, sshKey, log);
+  // An undrainable node, left as it was, is passed by when the operator said so; every other failure stops the fleet.
+  const undrainable = report.exitCode !== 0 && inputs.undrainable === 'skip' ? undrainableReason(report) : undefined;
+  if (undrainable !== undefined) {
+    await deps.markSkipped(rest, report.runId, undrainable, log);
+    log(`[${inputs.node}] skipped (undrainable, left as it was): ${undrainable}`);
+  } else if (report.exitCode !== 0) {
+    const rolled = report.rollback.map((r) => `${r.step} ${r.status}`).join(', ');
+    await stop(report.result, `${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, { exitCode: report.exitCode, runId: report.runId });
+  }
+  // Whatever the run did to the node, the next wave waits until it and its workloads are back.
+  await deps.afterFleetNode(rest, before, log).catch((e: Error) => stop('gate-failed', e.message, { runId: report.runId }));
+  const outs = {
+    node: inputs.node,
+    targets: inputs.targets,
+    result: undrainable === undefined ? report.result : SKIPPED_RESULT,
+    skipped: undrainable ?? null,
+    runId: report.runId,
+    versionsBefore: report.versions.before,
+    versionsAfter: report.versions.after,
+    steps: report.steps.map((s) => ({ name: s.name, status: s.status, summary: s.summary, durationMs: s.durationMs })),
+    audit: report.audit ?? null,
+    durationMs: report.durationMs,
+    providerMs: Date.now() - started,
+  };
+  await tell({ result: outs.result, runId: outs.runId, versionsBefore: outs.versionsBefore, versionsAfter: outs.versionsAfter, durationMs: outs.durationMs, ...(undrainable !== undefined ? { error: undrainable } : {}) });
+  return outs;
+}
+
+export async function check(_olds: ProviderInputs, news: ProviderInputs) {
+  const failures = [];
+  if (typeof news.node !== 'string' || news.node === '') failures.push({ property: 'node', reason: 'node is required' });
+  if (!news.targets || Object.keys(news.targets).length === 0) failures.push({ property: 'targets', reason: 'targets are required' });
+  return { inputs: news, failures };
+}
+
+export async function diff(_id: string, olds: ProviderInputs & { versionsAfter?: Record<string, string> }, news: ProviderInputs) {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const replaces = olds.node === news.node ? [] : ['node'];
+  const current = news.observed ?? olds.versionsAfter;
+  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || !same(current, news.targets);
+  return { changes, replaces, deleteBeforeReplace: true };
+}
+
+export async function create(inputs: ProviderInputs) {
+  return { id: inputs.node, outs: await runNode(inputs) };
+}
+
+export async function update(_id: string, _olds: ProviderInputs, news: ProviderInputs) {
+  return { outs: await runNode(news) };
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { check, diff, runNode, type NodeRunDeps } from '../../../src/fleet/node-provider.js';
+import type { RunReport } from '../../../src/runbook/report.js';
+
+/** Deps that record what the node's run asked for, in order; the run ends as `ended` says. */
+function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string } = {}) {
+  const calls: string[] = [];
+  const deps: NodeRunDeps = {
+    fleetHolds: async () => holds,
+    beforeFleetNode: async (i) => {
+      calls.push(`before ${i.node}`);
+      if (before) throw new Error(before);
+      return { schedulable: true, workloads: [] };
+    },
+    upgradeFleetNode: async (i) => {
+      calls.push(`upgrade ${i.node}`);
+      return { runId: 'r', result: 'upgraded', exitCode: 0, versions: { before: {}, target: {}, after: {} }, steps: [], rollback: [], durationMs: 1, ...ended } as unknown as RunReport;
+    },
+    markSkipped: async (i, runId, reason) => void calls.push(`marked ${i.node} ${runId}: ${reason}`),
+    afterFleetNode: async (i, b) => {
+      calls.push(`after ${i.node} ${b.schedulable}`);
+      if (after) throw new Error(after);
+    },
+    notifyNodeEnd: async (webhook, _i, o) => void calls.push(`notify ${webhook ?? 'none'} ${o.result}${o.error ? `: ${o.error}` : ''}`),
+  };
+  return { deps, calls };
+}
+
+const inputs = { node: 'n', targets: { containerd: '2' }, leaseNamespace: 'kube-system', maintenanceWindow: { schedule: '0 22 * * 6', durationMinutes: 240, timeZone: 'UTC' } } as never;
+const quiet = () => undefined;
+const run = (deps: NodeRunDeps, extra: object = {}) => runNode({ ...(inputs as object), ...extra } as never, deps, quiet);
+
+describe("a fleet node's run in the provider", () => {
+  it('a node held by the window or a pause fails before its upgrade starts, with every reason, and the webhook is told', async () => {
+    const { deps, calls } = fakeDeps({ holds: ['outside the maintenance window', 'paused by ConfigMap kube-system/node-maint-pause'] });
+    await expect(run(deps)).rejects.toThrow('n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause');
+    expect(calls).toEqual(['notify none not-started: n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause']);
+  });
+
+  it('a node not held is upgraded between its gates, and its end is told to the webhook', async () => {
+    const { deps, calls } = fakeDeps();
+    expect(await run(deps, { webhook: 'http://127.0.0.1:1/hook' })).toMatchObject({ node: 'n', result: 'upgraded', skipped: null });
+    expect(calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify http://127.0.0.1:1/hook upgraded']);
+  });
+
+  it('a gate before the node (alerts) stops it unstarted; a gate after it (workloads) stops the fleet with the node done', async () => {
+    const held = fakeDeps({ before: 'n: not started, the fleet stops here: held by firing alert(s): NodeDown' });
+    await expect(run(held.deps)).rejects.toThrow('held by firing alert(s): NodeDown');
+    expect(held.calls).toEqual(['before n', 'notify none not-started: n: not started, the fleet stops here: held by firing alert(s): NodeDown']);
+    const slow = fakeDeps({ after: 'n: upgraded, but the fleet stops here: demo/web 1/2' });
+    await expect(run(slow.deps)).rejects.toThrow('demo/web 1/2');
+    expect(slow.calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify none gate-failed: n: upgraded, but the fleet stops here: demo/web 1/2']);
+  });
+
+  it('an undrainable node fails the fleet by default; with undrainable: skip it is marked and passed by', async () => {
+    const blocked = { exitCode: 8, result: 'failed', error: { code: 'blockedByBudget', message: 'budget ledger allows no eviction' } } as Partial<RunReport>;
+    await expect(run(fakeDeps({ ended: blocked }).deps)).rejects.toThrow('n: failed (exit 8): budget ledger allows no eviction');
+    const skip = fakeDeps({ ended: blocked });
+    expect(await run(skip.deps, { undrainable: 'skip' })).toMatchObject({ result: 'skipped-undrainable', skipped: 'budget ledger allows no eviction' });
+    expect(skip.calls).toEqual(['before n', 'upgrade n', 'marked n r: budget ledger allows no eviction', 'after n true', 'notify none skipped-undrainable: budget ledger allows no eviction']);
+    // Any other failure still stops the fleet.
+    const broken = fakeDeps({ ended: { exitCode: 12, result: 'rollback-failed', error: { code: 'internal', message: 'kubelet did not start' } } });
+    await expect(run(broken.deps, { undrainable: 'skip' })).rejects.toThrow('n: rollback-failed (exit 12)');
+  });
+});
+
+describe('check and diff (pure: `pulumi preview` changes nothing)', () => {
+  it('diff: no change when the node is already at the targets; a change when it drifted or targets moved', async () => {
+    const olds = { node: 'n', targets: { containerd: '2' }, versionsAfter: { containerd: '2' } } as never;
+    expect((await diff('n', olds, { node: 'n', targets: { containerd: '2' }, observed: { containerd: '2' } } as never)).changes).toBe(false);
+    expect((await diff('n', olds, { node: 'n', targets: { containerd: '2' }, observed: { containerd: '1' } } as never)).changes).toBe(true);
+    expect((await diff('n', olds, { node: 'n', targets: { containerd: '3' } } as never)).changes).toBe(true);
+    expect((await diff('n', olds, { node: 'm', targets: { containerd: '2' } } as never)).replaces).toEqual(['node']);
+  });
+
+  it('diff: a window, a pause, an order or a gate set after a node is done is no change', async () => {
+    const olds = { node: 'n', targets: { containerd: '2' }, leaseNamespace: 'kube-system', versionsAfter: { containerd: '2' } } as never;
+    const news = { ...(inputs as object), observed: { containerd: '2' }, gates: { soakSeconds: 60, workloadsTimeoutSeconds: 60 } } as never;
+    expect((await diff('n', olds, news)).changes).toBe(false);
+  });
+
+  it('check refuses inputs without a node or targets', async () => {
+    expect((await check({} as never, { node: '', targets: {} } as never)).failures).toHaveLength(2);
+  });
+});
