@@ -7,9 +7,9 @@ import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
-import { fleetFinished, fleetStarted, postMessage } from './notify.js';
+import { fleetStarted, postMessage } from './notify.js';
+import { fleetEnd, skippedNodes } from './outputs.js';
 import { NodeRuntimeUpgrade } from './resource.js';
-import { SKIPPED_RESULT } from './undrainable.js';
 import { planFleetWaves } from './waves.js';
 import { describeWindow, localTime, windowAt } from './window.js';
 
@@ -102,27 +102,7 @@ async function logHolds(cluster: Cluster, config: FleetConfig, now: Date): Promi
   pulumi.log.info(paused ? `\`pulumi up\` starts no node: ${paused}` : `not paused (no ConfigMap ${config.leaseNamespace}/node-maint-pause)`);
 }
 
-/** The nodes passed by as undrainable, with why, said once more at the end of `pulumi up`. */
-function skippedNodes(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Output<Record<string, string>> {
-  const each = Object.entries(resources).map(([name, r]) => pulumi.all([r.result, r.skipped]).apply(([result, why]) => [name, result === SKIPPED_RESULT ? (why ?? '') : undefined] as const));
-  return pulumi.all(each).apply((pairs) => {
-    const skipped = Object.fromEntries(pairs.filter(([, why]) => why !== undefined)) as Record<string, string>;
-    const names = Object.keys(skipped);
-    if (names.length > 0) pulumi.log.warn(`${names.length} node(s) skipped as undrainable, left as they were: ${names.map((n) => `${n} (${skipped[n]})`).join('; ')}`);
-    return skipped;
-  });
-}
-
 const atTargets = (seen: Record<string, string> | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen[p] === v);
-
-/** Every node's result once all are done; posted to the webhook on `pulumi up` (never on a preview). */
-function fleetEnd(resources: Record<string, NodeRuntimeUpgrade>, skipped: pulumi.Output<Record<string, string>>, { fleet, webhook }: { fleet: string; webhook?: string }): pulumi.Output<Record<string, string>> {
-  const results = pulumi.all(Object.fromEntries(Object.entries(resources).map(([name, r]) => [name, r.result])));
-  return pulumi.all([results, skipped]).apply(async ([byNode, passed]) => {
-    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetFinished(fleet, byNode as Record<string, string>, passed), (l) => pulumi.log.warn(l));
-    return byNode as Record<string, string>;
-  });
-}
 
 export default async function program() {
   const raw = pulumi.runtime.allConfig();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson, waitFor } from './bed.js';
+import { bed, kubectl, kubectlJson, waitFor, waitForNoTerminatingPods } from './bed.js';
 import { configureBedFleet, fleetContainerd, newStack, resetFleetHost, resetFleetHosts, type PulumiStack } from './pulumi.js';
 
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
@@ -35,6 +35,23 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     await kubectl('label', 'node', UNDRAINABLE, 'node-maint.io/frozen-', 'node-maint.io/state-', 'node-maint.io/skipped-');
     await kubectl('-n', 'demo', 'delete', 'pod', '-l', 'app=ledger', '--wait=false');
     await resetFleetHosts();
+  });
+
+  it('order: fewest pods first by default (ties by name); an operator-given order goes first', async () => {
+    const fleet = ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'];
+    await stack.set('nodes', JSON.stringify(fleet));
+    await stack.set('maxUnavailable', '1');
+    const waves = async () => /order [^;]*; waves: (.*)$/m.exec((await stack.run(['preview'])).stdout)?.[1]?.trim().split(', then ');
+    // As the program counts them: every pod bound to the node, from one list (none going away meanwhile).
+    await waitForNoTerminatingPods();
+    const pods = (await kubectlJson('get', 'pods', '-A')).items;
+    const count = (n: string) => pods.filter((p: any) => p.spec.nodeName === n).length;
+    const expected = [...fleet].sort((a, b) => count(a) - count(b) || a.localeCompare(b));
+    await stack.run(['config', 'rm', 'node-maint:order', '--config-file', stack.configFile]);
+    expect(await waves()).toEqual(expected);
+    await stack.set('order', JSON.stringify([expected.at(-1)]));
+    expect(await waves()).toEqual([expected.at(-1), ...expected.slice(0, -1)]);
+    await configureBedFleet(stack, [NODE], 1);
   });
 
   it('outside the window: preview says when it opens, and up starts no node', async () => {

@@ -27,7 +27,8 @@ export const DEFAULT_GATES: Gates = { workloadsTimeoutSeconds: 900, soakSeconds:
 
 const EXAMPLE_GATES = '{"soak": "5m", "workloadsTimeout": "15m", "alerts": {"prometheus": "http://prometheus.monitoring:9090", "names": ["KubePodCrashLooping"], "holdTimeout": "30m"}}';
 
-export function httpUrl(key: string, value: unknown): string {
+/** An http(s) URL without credentials; `secret` keeps the value out of the message (a webhook's path carries a token). */
+export function httpUrl(key: string, value: unknown, { secret = false } = {}): string {
   let url: URL | undefined;
   try {
     url = typeof value === 'string' ? new URL(value) : undefined;
@@ -35,7 +36,8 @@ export function httpUrl(key: string, value: unknown): string {
     url = undefined;
   }
   if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password) {
-    throw new ConfigError(key, `must be an http:// or https:// URL without credentials in it (got ${typeof value === 'string' ? JSON.stringify(value.replace(/\/\/[^@/]*@/, '//***@')) : typeof value})`);
+    const got = typeof value !== 'string' ? typeof value : secret ? 'a value not shown' : JSON.stringify(value.replace(/\/\/[^@/]*@/, '//***@'));
+    throw new ConfigError(key, `must be an http:// or https:// URL without credentials in it (got ${got})`);
   }
   return url.href;
 }
@@ -93,5 +95,5 @@ export function metrics(value: unknown): MetricsConfig | undefined {
 export function webhook(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (isRecord(value)) throw new ConfigError('webhook', 'must be a URL string (set it with `pulumi config set --secret node-maint:webhook URL` when it carries a token)');
-  return httpUrl('webhook', value);
+  return httpUrl('webhook', value, { secret: true });
 }

@@ -120,7 +120,7 @@ describe('maintenanceWindow and order in stack config', () => {
     [{ 'node-maint:metrics': '{"textfileDir":"var/lib/x"}' }, /^config node-maint:metrics.textfileDir: must be an absolute path/],
     [{ 'node-maint:metrics': '{"textfileDir":"/var/lib/../etc"}' }, /metrics.textfileDir: must be an absolute path/],
     [{ 'node-maint:metrics': '{"textfileDir":"/var/lib/x;reboot"}' }, /metrics.textfileDir: must be an absolute path/],
-    [{ 'node-maint:webhook': 'hooks.slack.com/services/T0' }, /^config node-maint:webhook: must be an http:\/\/ or https:\/\/ URL/],
+    [{ 'node-maint:webhook': 'hooks.slack.com/services/T0/B0/token' }, /^config node-maint:webhook: must be an http:\/\/ or https:\/\/ URL without credentials in it \(got a value not shown\)$/],
     [{ 'node-maint:webhook': '{"url":"http://x"}' }, /^config node-maint:webhook: must be a URL string/],
   ])('names the key of a bad setting: %j', (override, message) => {
     let error: Error | undefined;
