@@ -1,6 +1,7 @@
 import { evictWithinBudgets } from '../cluster/drain/budgeted.js';
 import { evictionVersion, waitForPodsGone } from '../cluster/drain/evict.js';
 import { planDrain } from '../cluster/drain/plan.js';
+import { drainInRounds } from '../cluster/drain/rounds.js';
 import { podKey } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
@@ -36,14 +37,20 @@ export const drain: Step<DrainPlan> = {
         attempt === 1 || attempt % 5 === 0 ? ctx.progress(`eviction of ${podKey(pod)} refused (${reason}); retrying`) : undefined,
       onGone: (pod: Pod, ms: number) => ctx.progress(`${podKey(pod)} gone after ${(ms / 1000).toFixed(1)}s`),
     };
-    await evictWithinBudgets(ctx.cluster, plan.evict, { gracePeriodSeconds: ctx.options.drain.gracePeriodSeconds, deadline, version, progress });
-    await waitForPodsGone(ctx.cluster, ctx.options.node, [...plan.evict, ...plan.waitFor], { deadline, progress });
-    return `evicted ${plan.evict.length} pod(s) (${version})`;
+    const { node, drain: options } = ctx.options;
+    const evicted = await drainInRounds(plan, {
+      plan: () => planDrain(ctx.cluster, node, options),
+      evict: (pods) => evictWithinBudgets(ctx.cluster, pods, { gracePeriodSeconds: options.gracePeriodSeconds, deadline, version, progress }),
+      waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress }),
+      onLate: (pods, round) => ctx.progress(`${pods.length} pod(s) bound to the node after the cordon, draining them too (round ${round}): ${pods.map(podKey).join(', ')}`),
+    });
+    return `evicted ${evicted.length} pod(s) (${version})`;
   },
   async verify(ctx) {
     const again = await planDrain(ctx.cluster, ctx.options.node, ctx.options.drain);
-    if (again.evict.length > 0 || again.waitFor.length > 0) {
-      throw new Error(`pods still on the node after the drain: ${[...again.evict, ...again.waitFor].map(podKey).join(', ')}`);
+    const left = [...again.evict, ...again.waitFor].map(podKey);
+    if (left.length > 0 || again.refused) {
+      throw new Error(`pods still on the node after the drain: ${[...left, again.refused].filter(Boolean).join('; ')}`);
     }
   },
 };

@@ -35,6 +35,33 @@ async function resetWorker(node: string): Promise<void> {
   await waitFor(webReady, 120_000, 'demo/web back at 6 ready pods');
 }
 
+/**
+ * Runs fn with a pod of our own on the node. The web pods may all be on the other worker, and host-local makes its
+ * directory only with the node's first pod IP since boot (/run is tmpfs): the neighbour gives the node a live sandbox.
+ */
+async function withNeighbour(node: string, fn: () => Promise<void>): Promise<void> {
+  await kindKubectl('-n', 'demo', 'run', 'neighbour', '--image=registry.k8s.io/pause:3.10', '--image-pull-policy=Never', '--restart=Never',
+    `--overrides=${JSON.stringify({ spec: { nodeName: node } })}`, '--command', '--', '/usr/local/bin/pause');
+  try {
+    await waitFor(async () => Boolean(JSON.parse(await kindKubectl('-n', 'demo', 'get', 'pod', 'neighbour', '-o', 'json')).status.podIP), 60_000, 'the neighbour pod to get an IP');
+    await fn();
+  } finally {
+    await kindKubectl('-n', 'demo', 'delete', 'pod', 'neighbour', '--ignore-not-found');
+  }
+}
+
+/** A reservation no sandbox holds, found by the audit and reclaimed. */
+async function leakAndReclaim(node: string, leak: string): Promise<void> {
+  await onNode(node, `printf '${'ab'.repeat(32)}\\r\\neth0' > ${leak}`);
+  const audit = await auditNode([node, '--output', 'json', ...access(node)]);
+  expect(audit.code, audit.stderr).toBe(13);
+  expect(JSON.parse(audit.stdout).findings.map((f: any) => `${f.class} ${f.evidence.file}`)).toEqual([`ip-reservation-leaked ${leak}`]);
+  const reclaim = await auditNode([node, '--output', 'json', '--reclaim', '--grace', '0', '--interval', '1', ...access(node)]);
+  expect(reclaim.code, reclaim.stderr).toBe(0);
+  expect(JSON.parse(reclaim.stdout).after.findings).toEqual([]);
+  expect(await onNode(node, `test -e ${leak} && echo present || echo gone`)).toContain('gone');
+}
+
 describe('a real kind cluster: real systemd, real kubelet, Debian containerd', () => {
   beforeAll(async () => {
     for (const w of kind().workers) await resetWorker(w);
@@ -44,35 +71,31 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     const node = kind().workers[1]!;
     const cidr = (await kindKubectl('get', 'node', node, '-o', 'jsonpath={.spec.podCIDR}')).trim();
     const leak = `/run/cni-ipam-state/kindnet/${cidr.replace(/\.0\/24$/, '.250')}`;
-    await onNode(node, `printf '${'ab'.repeat(32)}\\r\\neth0' > ${leak}`);
-    const audit = await auditNode([node, '--output', 'json', ...access(node)]);
-    expect(audit.code, audit.stderr).toBe(13);
-    expect(JSON.parse(audit.stdout).findings.map((f: any) => `${f.class} ${f.evidence.file}`)).toEqual([`ip-reservation-leaked ${leak}`]);
-    const reclaim = await auditNode([node, '--output', 'json', '--reclaim', '--grace', '0', '--interval', '1', ...access(node)]);
-    expect(reclaim.code, reclaim.stderr).toBe(0);
-    expect(JSON.parse(reclaim.stdout).after.findings).toEqual([]);
-    expect(await onNode(node, `test -e ${leak} && echo present || echo gone`)).toContain('gone');
+    await withNeighbour(node, () => leakAndReclaim(node, leak));
   });
 
   it('upgrades a worker\'s containerd through apt: systemd restarts it on the new binary, sandboxes go through crictl, no leak', async () => {
     const node = kind().workers[0]!;
     const { new: target, old } = bed().containerd;
-    const [, startedBefore] = await runningContainerd(node);
-    const sandboxes = Number((await onNode(node, 'crictl pods -q | wc -l')).trim());
-    expect(sandboxes).toBeGreaterThan(0);
-    const result = await upgradeNode([node, '--to', `containerd=${target}`, '--output', 'json', ...DRAIN_FLAGS, ...access(node)]);
-    expect(result.code, result.stderr).toBe(0);
-    const report = JSON.parse(result.stdout);
-    expect(report.versions.before).toEqual({ containerd: old });
-    expect(report.steps.find((s: any) => s.name === 'teardown-sandboxes').summary).toMatch(/[1-9]\d* sandbox\(es\) removed/);
-    expect(report.audit).toMatchObject({ verdict: 'clean', findings: 0 });
-    expect(report.steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports containerd://${target.split('~')[0]}`);
-    expect(await containerd(node)).toBe(`${target} hi`);
-    const [exe, startedAfter] = await runningContainerd(node);
-    expect(exe).toBe('/usr/bin/containerd');
-    expect(Number(startedAfter)).toBeGreaterThan(Number(startedBefore));
-    const nodeInfo = JSON.parse(await kindKubectl('get', 'node', node, '-o', 'json')).status.nodeInfo;
-    expect(nodeInfo.containerRuntimeVersion).toBe(`containerd://${target.split('~')[0]}`);
+    // Our own pod there too: the web pods may all be on the other worker.
+    await withNeighbour(node, async () => {
+      const [, startedBefore] = await runningContainerd(node);
+      const sandboxes = Number((await onNode(node, 'crictl pods -q | wc -l')).trim());
+      expect(sandboxes).toBeGreaterThan(0);
+      const result = await upgradeNode([node, '--to', `containerd=${target}`, '--output', 'json', ...DRAIN_FLAGS, ...access(node)]);
+      expect(result.code, result.stderr).toBe(0);
+      const report = JSON.parse(result.stdout);
+      expect(report.versions.before).toEqual({ containerd: old });
+      expect(report.steps.find((s: any) => s.name === 'teardown-sandboxes').summary).toMatch(/[1-9]\d* sandbox\(es\) removed/);
+      expect(report.audit).toMatchObject({ verdict: 'clean', findings: 0 });
+      expect(report.steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports containerd://${target.split('~')[0]}`);
+      expect(await containerd(node)).toBe(`${target} hi`);
+      const [exe, startedAfter] = await runningContainerd(node);
+      expect(exe).toBe('/usr/bin/containerd');
+      expect(Number(startedAfter)).toBeGreaterThan(Number(startedBefore));
+      const nodeInfo = JSON.parse(await kindKubectl('get', 'node', node, '-o', 'json')).status.nodeInfo;
+      expect(nodeInfo.containerRuntimeVersion).toBe(`containerd://${target.split('~')[0]}`);
+    });
     await waitFor(webReady, 120_000, 'demo/web back at 6 ready pods');
   });
 

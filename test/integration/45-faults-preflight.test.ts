@@ -44,7 +44,8 @@ describe('preflight, before anything changes', () => {
     await t.reset();
   });
   afterEach(async () => {
-    await kubectl('-n', 'demo', 'delete', 'deployment,pdb', '-l', 'node-maint-test=preflight', '--ignore-not-found', '--wait=false');
+    await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+    await kubectl('-n', 'demo', 'delete', 'deployment,pdb,pod', '-l', 'node-maint-test=preflight', '--ignore-not-found', '--wait=false');
     await kubectl('label', 'node', t.name, 'node-role.kubernetes.io/control-plane-', '--overwrite');
     await t.sh('rm -f /var/lib/cni/results/ghost-net-*; systemctl start containerd; true');
     await t.reset();
@@ -151,6 +152,32 @@ describe('preflight, before anything changes', () => {
     const audit = JSON.parse(result.stdout);
     expect(audit.verdict).toBe('unverifiable');
     expect(audit.unverifiable.join(' ')).toMatch(/runtime/);
+  });
+
+  it('a pod bound to the node after the cordon (the scheduler a moment behind): drained in a second round, the upgrade finishes', async () => {
+    // A pod held by a finalizer keeps the first round waiting; once the first round has evicted it, a pod is bound
+    // straight to the node, as a scheduler deciding on a cache that has not seen the cordon yet binds one.
+    const bare = (name: string, extra: Record<string, unknown> = {}) => ({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'demo', labels: { 'node-maint-test': 'preflight' }, ...extra },
+      spec: { nodeName: t.name, containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never' }] },
+    });
+    await apply([bare('held', { finalizers: ['node-maint.test/hold'] })]);
+    await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'demo', 'held')).status.phase === 'Running', 60_000, 'held running');
+    let late: Promise<void> | undefined;
+    const bindLate = async () => {
+      await waitFor(async () => Boolean((await kubectlJson('get', 'pod', '-n', 'demo', 'held')).metadata.deletionTimestamp), 60_000, 'held evicted');
+      await apply([bare('late')]);
+      await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]');
+    };
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
+      onStderr: (text) => void (!late && text.includes(stepLine('drain')) && (late = bindLate())),
+    });
+    await late;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/1 pod\(s\) bound to the node after the cordon, draining them too \(round 2\): demo\/late\n/);
+    expect(result.stderr).toMatch(/demo\/late gone after/);
+    await expectServing(t, bed().containerd.new);
+    expect(await kubectl('-n', 'demo', 'get', 'pod', 'late', '--ignore-not-found')).toBe('');
   });
 
   it('an eviction answered 409 for a pod replaced by a namesake counts the pod as gone, and leaves the namesake alone', async () => {
