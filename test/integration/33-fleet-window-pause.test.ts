@@ -3,10 +3,11 @@ import { bed, kubectl, kubectlJson, waitFor, waitForNoTerminatingPods } from './
 import { configureBedFleet, fleetContainerd, newStack, resetFleetHost, resetFleetHosts, type PulumiStack } from './pulumi.js';
 
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
-// undrainable is passed by. Two fleet hosts keep it cheap.
+// undrainable is passed by, and one whose drain passes its deadline. Two fleet hosts keep it cheap.
 const NODE = 'fleet-1';
 const UNDRAINABLE = 'fleet-2';
 const PAUSE = ['-n', 'kube-system', 'configmap', 'node-maint-pause'];
+const HOLD = 'node-maint.test/hold';
 
 /** A daily UTC window opening at `start` (to the minute), as stack config. */
 const dailyWindow = (start: Date, duration: string) => JSON.stringify({ schedule: `${start.getUTCMinutes()} ${start.getUTCHours()} * * *`, duration, timeZone: 'UTC' });
@@ -108,5 +109,30 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     expect(node.spec.unschedulable).toBeUndefined();
     const events = await kubectl('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${UNDRAINABLE},reason=MaintenanceSkipped`, '-o', 'name');
     expect(events).not.toBe('');
+  });
+
+  it('a drain past its deadline (a pod held by a finalizer): the node rolled back, marked and passed by; the next upgraded', async () => {
+    await kubectl('label', 'node', UNDRAINABLE, 'node-maint.io/frozen-');
+    await kubectl('-n', 'demo', 'delete', 'pod', '-l', 'app=ledger', '--wait=false');
+    await resetFleetHost(NODE);
+    await kubectl('-n', 'demo', 'run', 'held', '--image=testbed/busybox:1', '--image-pull-policy=Never', '--restart=Never',
+      `--overrides=${JSON.stringify({ metadata: { finalizers: [HOLD] }, spec: { nodeName: UNDRAINABLE } })}`);
+    try {
+      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'demo', 'held')).status.phase === 'Running', 60_000, 'the held pod running');
+      await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5, timeoutSeconds: 20 }));
+      const up = await stack.run(['up', '--yes', '--skip-preview']);
+      expect(up.stdout + up.stderr).toMatch(new RegExp(`1 node\\(s\\) skipped as undrainable, left as they were: ${UNDRAINABLE} \\(the drain did not finish`));
+      expect(await fleetContainerd(NODE)).toBe(bed().containerd.new);
+      expect(await fleetContainerd(UNDRAINABLE)).toBe(bed().containerd.old);
+      const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+      expect(outputs.nodes[NODE]).toMatchObject({ result: 'upgraded' });
+      expect(outputs.skipped[UNDRAINABLE]).toMatch(/the drain did not finish: .*demo\/held/);
+      const node = await kubectlJson('get', 'node', UNDRAINABLE);
+      expect(node.metadata.labels['node-maint.io/state']).toBe('skipped');
+      expect(node.spec.unschedulable).toBeUndefined();
+    } finally {
+      await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}');
+      await kubectl('-n', 'demo', 'delete', 'pod', 'held', '--ignore-not-found', '--wait=false');
+    }
   });
 });
