@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson, waitFor, waitForNoTerminatingPods } from './bed.js';
+import { bed, holdPodOnNode, kubectl, kubectlJson, releaseHeldPod, waitFor, waitForNoTerminatingPods } from './bed.js';
 import { configureBedFleet, fleetContainerd, newStack, resetFleetHost, resetFleetHosts, type PulumiStack } from './pulumi.js';
 
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
@@ -7,7 +7,6 @@ import { configureBedFleet, fleetContainerd, newStack, resetFleetHost, resetFlee
 const NODE = 'fleet-1';
 const UNDRAINABLE = 'fleet-2';
 const PAUSE = ['-n', 'kube-system', 'configmap', 'node-maint-pause'];
-const HOLD = 'node-maint.test/hold';
 
 /** A daily UTC window opening at `start` (to the minute), as stack config. */
 const dailyWindow = (start: Date, duration: string) => JSON.stringify({ schedule: `${start.getUTCMinutes()} ${start.getUTCHours()} * * *`, duration, timeZone: 'UTC' });
@@ -115,10 +114,8 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     await kubectl('label', 'node', UNDRAINABLE, 'node-maint.io/frozen-');
     await kubectl('-n', 'demo', 'delete', 'pod', '-l', 'app=ledger', '--wait=false');
     await resetFleetHost(NODE);
-    await kubectl('-n', 'demo', 'run', 'held', '--image=testbed/busybox:1', '--image-pull-policy=Never', '--restart=Never',
-      `--overrides=${JSON.stringify({ metadata: { finalizers: [HOLD] }, spec: { nodeName: UNDRAINABLE } })}`);
     try {
-      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'demo', 'held')).status.phase === 'Running', 60_000, 'the held pod running');
+      await holdPodOnNode('held', UNDRAINABLE);
       await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5, timeoutSeconds: 20 }));
       const up = await stack.run(['up', '--yes', '--skip-preview']);
       expect(up.stdout + up.stderr).toMatch(new RegExp(`1 node\\(s\\) skipped as undrainable, left as they were: ${UNDRAINABLE} \\(the drain did not finish`));
@@ -131,7 +128,7 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
       expect(node.metadata.labels['node-maint.io/state']).toBe('skipped');
       expect(node.spec.unschedulable).toBeUndefined();
     } finally {
-      await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+      await releaseHeldPod('held').catch(() => undefined);
       await kubectl('-n', 'demo', 'delete', 'pod', 'held', '--ignore-not-found', '--wait=false');
     }
   });

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/cluster/api.js';
 import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
-import { auditNode, bed, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { auditNode, bed, holdPodOnNode, kubectl, kubectlJson, releaseHeldPod, upgradeNode, waitFor } from './bed.js';
 import { expectServing, fleetHost, lease, realNode, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
 
 // What preflight must find before anything changes (and again when a killed run resumes), and the checks that must
@@ -44,7 +44,7 @@ describe('preflight, before anything changes', () => {
     await t.reset();
   });
   afterEach(async () => {
-    await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+    await releaseHeldPod('held').catch(() => undefined);
     await kubectl('-n', 'demo', 'delete', 'deployment,pdb,pod', '-l', 'node-maint-test=preflight', '--ignore-not-found', '--wait=false');
     await kubectl('label', 'node', t.name, 'node-role.kubernetes.io/control-plane-', '--overwrite');
     await t.sh('rm -f /var/lib/cni/results/ghost-net-*; systemctl start containerd; true');
@@ -157,17 +157,12 @@ describe('preflight, before anything changes', () => {
   it('a pod bound to the node after the cordon (the scheduler a moment behind): drained in a second round, the upgrade finishes', async () => {
     // A pod held by a finalizer keeps the first round waiting; once the first round has evicted it, a pod is bound
     // straight to the node, as a scheduler deciding on a cache that has not seen the cordon yet binds one.
-    const bare = (name: string, extra: Record<string, unknown> = {}) => ({
-      apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'demo', labels: { 'node-maint-test': 'preflight' }, ...extra },
-      spec: { nodeName: t.name, containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never' }] },
-    });
-    await apply([bare('held', { finalizers: ['node-maint.test/hold'] })]);
-    await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'demo', 'held')).status.phase === 'Running', 60_000, 'held running');
+    await holdPodOnNode('held', t.name, { 'node-maint-test': 'preflight' });
     let late: Promise<void> | undefined;
     const bindLate = async () => {
       await waitFor(async () => Boolean((await kubectlJson('get', 'pod', '-n', 'demo', 'held')).metadata.deletionTimestamp), 60_000, 'held evicted');
-      await apply([bare('late')]);
-      await kubectl('-n', 'demo', 'patch', 'pod', 'held', '--type', 'json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]');
+      await apply([{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'late', namespace: 'demo', labels: { 'node-maint-test': 'preflight' } }, spec: { nodeName: t.name, containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never' }] } }]);
+      await releaseHeldPod('held');
     };
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
       onStderr: (text) => void (!late && text.includes(stepLine('drain')) && (late = bindLate())),

@@ -225,6 +225,15 @@ export async function pinnedDeployment(name: string, replicas: number): Promise<
   await waitForRunning(`app=${name}`, replicas);
 }
 
+/** A bare demo pod bound to the node, held by a finalizer: once evicted it stays Terminating until releaseHeldPod. */
+export async function holdPodOnNode(name: string, node: string, labels: Record<string, string> = {}): Promise<void> {
+  await kubectl('-n', 'demo', 'run', name, '--image=testbed/busybox:1', '--image-pull-policy=Never', '--restart=Never',
+    `--overrides=${JSON.stringify({ metadata: { labels, finalizers: ['node-maint.test/hold'] }, spec: { nodeName: node } })}`);
+  await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'demo', name)).status.phase === 'Running', 60_000, `${name} running`);
+}
+
+export const releaseHeldPod = (name: string) => kubectl('-n', 'demo', 'patch', 'pod', name, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}');
+
 export async function waitForRunning(selector: string, count: number): Promise<any[]> {
   let pods: any[] = [];
   await waitFor(async () => {
