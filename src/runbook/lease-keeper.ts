@@ -181,6 +181,8 @@ export class LeaseKeeper {
       this.lostTo = current?.spec.holderIdentity ?? 'nobody (the Lease was deleted or released)';
       this.state = 'lost';
       if (this.timer) clearInterval(this.timer);
+      // Said the moment it is known: a command already under way still finishes, nothing after it starts.
+      this.options.onLine?.(`the Lease was taken by ${this.lostTo}: no further change to the node`);
     } catch {
       // not known yet: the next renewal asks again
     }

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson, upgradeNode, type CliResult } from './bed.js';
+import { bed, holdPodOnNode, kubectl, kubectlJson, releaseHeldPod, upgradeNode, type CliResult } from './bed.js';
 import { expectServing, fleetHost, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
 
 // The node's Lease as a fence: one run per node, judged by our own clock (client-go's leader election), and a run
@@ -8,6 +8,7 @@ import { expectServing, fleetHost, kubeletPid, lease, report, stepLine, upgradeA
 const t = fleetHost('fleet-2');
 const LEASE = `node-maint-${t.name}`;
 const FOREIGN = 'node-maint/other-machine/4242/1';
+const HELD = 'held-lease';
 const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
 async function writeLease(holder: string | null, renewTime: string): Promise<void> {
@@ -24,6 +25,8 @@ describe('the Lease', () => {
     await t.reset();
   });
   afterEach(async () => {
+    await releaseHeldPod(HELD).catch(() => undefined);
+    await kubectl('-n', 'demo', 'delete', 'pod', '-l', 'node-maint-test=lease', '--ignore-not-found', '--wait=false');
     await t.reset();
   });
 
@@ -69,13 +72,22 @@ describe('the Lease', () => {
   });
 
   it('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', async () => {
+    // A pod held by a finalizer keeps the drain waiting until the run has seen the loss: the theft lands before the
+    // next change, not during it (a command already under way when the Lease is taken still finishes).
+    await holdPodOnNode(HELD, t.name, { 'node-maint-test': 'lease' });
     let stolen: Promise<unknown> | undefined;
+    let seen = false;
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
       onStderr: (text) => {
         if (!stolen && text.includes(stepLine('drain'))) stolen = patchLease({ holderIdentity: FOREIGN });
+        if (!seen && text.includes(`the Lease was taken by ${FOREIGN}: no further change to the node`)) {
+          seen = true;
+          void releaseHeldPod(HELD);
+        }
       },
     });
     await stolen;
+    expect(seen, result.stderr).toBe(true);
     expect(result.code, result.stderr).toBe(16);
     const r = report(result);
     expect(r.result).toBe('lease-lost');

@@ -36,8 +36,9 @@ function fakeApi() {
   return api;
 }
 
-const keeperOn = (api: ReturnType<typeof fakeApi>) =>
+const keeperOn = (api: ReturnType<typeof fakeApi>, lines: string[] = []) =>
   new LeaseKeeper(api.cluster as unknown as Cluster, {
+    onLine: (line) => lines.push(line),
     namespace: 'kube-system',
     node: 'n',
     holder: 'node-maint/here/1/1',
@@ -68,10 +69,13 @@ describe('the LeaseKeeper fence', () => {
 
   it('stops every change for good once someone else wrote the Lease', async () => {
     const api = fakeApi();
-    const keeper = keeperOn(api);
+    const lines: string[] = [];
+    const keeper = keeperOn(api, lines);
     await keeper.acquire();
     api.steal('node-maint/elsewhere/7/7');
     await sleep(500);
+    // Said once, the moment a renewal finds it, not only when the next change asks.
+    expect(lines).toEqual(['the Lease was taken by node-maint/elsewhere/7/7: no further change to the node']);
     await expect(keeper.fence()).rejects.toMatchObject({ code: 'leaseLost' });
     expect(keeper.isLost).toBe(true);
     await keeper.release();
