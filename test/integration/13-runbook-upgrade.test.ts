@@ -29,6 +29,8 @@ describe('upgrade-node on the real node', () => {
     const versions = `real-node containerd=${b.containerd.old} containerd=${b.containerd.new} ${report.runId}`;
     expect((await sh(`cat ${hookLog}`)).trim().split('\n')).toEqual([`node before-drain ${versions}`, `local after-upgrade ${versions}`, `node after-uncordon ${versions}`]);
     // Where operators look: the state label through the run, the run's annotations, its Events on the Node.
+    // The last value is written just before the run exits: its watch event may still be on its way.
+    await waitFor(async () => states.seen().includes('done'), 15_000, 'the state label done').catch(() => undefined);
     expect(states.stop()).toEqual(expect.arrayContaining(['draining', 'upgrading', 'verifying', 'done']));
     expect(await kubectl('get', 'node', b.realNode, '-L', 'node-maint.io/state')).toMatch(/\sdone\s*$/m);
     const marked = await kubectlJson('get', 'node', b.realNode);

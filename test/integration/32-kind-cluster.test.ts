@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { auditNode, bed, DRAIN_FLAGS, FAULTS_DIR, upgradeNode, waitFor } from './bed.js';
 import { stepLine } from './faults.js';
 import { newStack } from './pulumi.js';
@@ -133,7 +132,9 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
       const result = await upgradeNode([node, '--to', `docker.io=${target}`, '--output', 'json', ...DRAIN_FLAGS, ...access(node)], {
         onStderr: (text) => {
           if (probe || !text.includes(stepLine('upgrade-runtime'))) return;
-          probe = sleep(10_000).then(async () => [(await onNode(node, 'docker info >/dev/null 2>&1 && echo answered || echo refused')).trim(), ...(await status())]);
+          // Probed once the new preinst has started: dpkg is then inside its 30 s window, whatever the run took to get there.
+          const unpacking = async () => (await onNode(node, `test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+          probe = waitFor(unpacking, 180_000, 'the new preinst to start').then(async () => [(await onNode(node, 'docker info >/dev/null 2>&1 && echo answered || echo refused')).trim(), ...(await status())]);
         },
       });
       expect(result.code, result.stderr).toBe(0);

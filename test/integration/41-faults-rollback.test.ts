@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, nodeMaintEvents, upgradeNode } from './bed.js';
-import { expectServing, fleetHost, lease, realNode, report, setFault, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { expectServing, fleetHost, lease, realNode, report, setFault, upgradeArgs, upgradeKilledAt } from './faults.js';
 
 // Failures before the point of no return on the real node (cri-dockerd, kubenet, real apt, runtime packages held):
 // each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned.
@@ -84,19 +84,10 @@ describe('failures before the point of no return are rolled back', () => {
     const node = await kubectlJson('get', 'node', t.name);
     const [base] = node.spec.podCIDR.split('/');
     const prefix = base.split('.').slice(0, 3).join('.');
-    const fill = async () => {
-      // Every free address of the /25 reserved for a container that does not exist: host-local has none to give.
-      await t.sh(`cd /var/lib/cni/networks/kubenet && for i in $(seq 2 126); do [ -e ${prefix}.$i ] || printf 'filler\\r\\neth0' > ${prefix}.$i.fill; done; for f in *.fill; do mv "$f" "\${f%.fill}"; done`);
-    };
-    let filled = false;
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--smoke-timeout', '20s']), {
-      onStderr: (text) => {
-        if (!filled && text.includes(stepLine('prove-node'))) {
-          filled = true;
-          void fill();
-        }
-      },
-    });
+    // Every free address of the /25 reserved for a container that does not exist: host-local has none to give. Filled
+    // by the run's own after-upgrade hook, so before kubelet starts and before any pod can take an address.
+    const fill = `mkdir -p /var/lib/cni/networks/kubenet && cd /var/lib/cni/networks/kubenet && for i in $(seq 2 126); do [ -e ${prefix}.$i ] || printf 'filler\\r\\neth0' > ${prefix}.$i; done`;
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--smoke-timeout', '20s', '--hook-after-upgrade', fill]));
     await t.sh(`grep -l '^filler' /var/lib/cni/networks/kubenet/* | xargs -r rm -f`);
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);

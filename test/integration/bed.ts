@@ -40,7 +40,7 @@ export async function kubectlJson<T = any>(...args: string[]): Promise<T> {
 }
 
 /** Watches one node and collects each distinct value of a label it shows, in order (a watch, so no value is missed). */
-export function watchNodeLabel(node: string, label: string): { stop: () => string[] } {
+export function watchNodeLabel(node: string, label: string): { seen: () => string[]; stop: () => string[] } {
   const b = bed();
   const jsonpath = `{.metadata.labels.${label.replace(/\./g, '\\.')}}{"\\n"}`;
   const child = spawn(b.kubectl, ['--kubeconfig', b.kubeconfig, 'get', 'node', node, '-w', '-o', `jsonpath=${jsonpath}`]);
@@ -52,7 +52,7 @@ export function watchNodeLabel(node: string, label: string): { stop: () => strin
     buffer = lines.pop()!;
     for (const value of lines) if (seen.at(-1) !== value) seen.push(value);
   });
-  return { stop: () => (child.kill(), seen) };
+  return { seen: () => seen, stop: () => (child.kill(), seen) };
 }
 
 /** The Events node-maint posted on a node for one run, oldest first: "Reason: message". */
