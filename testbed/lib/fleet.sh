@@ -80,9 +80,11 @@ start_fleet_host() { # INDEX
   write_fleet_units "$etc/units"
   echo "runtime-endpoint: unix:///run/containerd/containerd.sock" > "$etc/crictl.yaml"
   # A container made from other binaries, mounts or scripts than this up would use is replaced, not reused (a mounted
-  # file that git replaces keeps its old inode inside the container).
+  # file that git replaces keeps its old inode inside the container; a checkout deleted and cloned again at the same
+  # path leaves the container's mount on the deleted directory: hence the inodes).
   local cfg; cfg=$(printf '%s\n' "$FLEET_IMAGE" "$TB_ROOT" "$K8S_BIN" "$CRICTL_BIN" "$LOCAL_APT_REPO" "$(declare -f start_fleet_host)" \
-    "$(cat "$TB_ROOT"/fleet/* "$TB_ROOT/node/systemctl")" | sha256sum | cut -c1-12)
+    "$(cat "$TB_ROOT"/fleet/* "$TB_ROOT/node/systemctl")" \
+    "$(stat -c '%d:%i' "$TB_ROOT" "$TB_ROOT/node/systemctl" "$K8S_BIN/kubectl" "$CRICTL_BIN/crictl" "$LOCAL_APT_REPO" "$etc")" | sha256sum | cut -c1-12)
   if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
     $BED_DOCKER rm -f "$c" >/dev/null 2>&1 || true
   fi
