@@ -1,23 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, installedContainerd, kubectl, kubectlJson, resetRealNode, sshFlags, upgradeNode } from './bed.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bed, DRAIN_FLAGS, kubectl, kubectlJson, upgradeNode } from './bed.js';
+import { useNodes } from './pool.js';
+import { containerdOn } from './pulumi.js';
 
 describe('a node that was cordoned before the run', () => {
+  const [t] = useNodes('containerd');
   beforeAll(async () => {
-    await resetRealNode();
-    await kubectl('cordon', bed().realNode);
-  });
-  afterAll(async () => {
-    await kubectl('uncordon', bed().realNode);
+    await kubectl('cordon', t.name);
   });
 
   it('is upgraded and stays cordoned after it', async () => {
     const b = bed();
-    const result = await upgradeNode([b.realNode, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...sshFlags(b.realNode)]);
+    const result = await upgradeNode([t.name, '--to', `containerd=${b.containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.steps.find((s: any) => s.name === 'cordon').status).toBe('nothing-to-do');
     expect(report.steps.find((s: any) => s.name === 'uncordon').summary).toMatch(/was cordoned before the run: stays cordoned/);
-    expect(await installedContainerd()).toBe(b.containerd.new);
-    expect((await kubectlJson('get', 'node', b.realNode)).spec.unschedulable).toBe(true);
+    expect(await containerdOn(t)).toBe(b.containerd.new);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBe(true);
   });
 });

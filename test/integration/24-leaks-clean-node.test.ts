@@ -1,13 +1,13 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { auditNode, bed, realNodeAudit, resetRealNode } from './bed.js';
+import { describe, expect, it } from 'vitest';
+import { auditNode, bed } from './bed.js';
+import { nodeAudit } from './fixtures.js';
+import { useNodes } from './pool.js';
 
 describe('a clean node', () => {
-  beforeAll(async () => {
-    await resetRealNode();
-  });
+  const [docker, containerd] = useNodes('docker', 'containerd');
 
-  it('audits with zero findings: the real node over SSH', async () => {
-    const result = await realNodeAudit();
+  it('audits with zero findings: a docker node over SSH', async () => {
+    const result = await nodeAudit(docker);
     expect(result.code, result.stdout).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.findings).toEqual([]);
@@ -15,8 +15,8 @@ describe('a clean node', () => {
     expect(report.ranges[0]).toMatchObject({ network: 'kubenet', usable: 125, leaked: 0 });
   });
 
-  it.each(['fleet-1', 'fleet-2', 'fleet-3'])('audits with zero findings: %s through docker exec', async (node) => {
-    const result = await auditNode([node, '--output', 'json', '--kubeconfig', bed().kubeconfig, '--container', `tb-${node}`, '--docker-host', bed().bedDockerHost]);
+  it('audits with zero findings: a containerd node through docker exec', async () => {
+    const result = await auditNode([containerd.name, '--output', 'json', ...containerd.dockerExecFlags]);
     expect(result.code, result.stdout).toBe(0);
     const report = JSON.parse(result.stdout);
     expect(report.findings).toEqual([]);
@@ -24,8 +24,9 @@ describe('a clean node', () => {
   });
 
   it('prints a readable report', async () => {
-    const result = await auditNode([bed().realNode, '--kubeconfig', bed().kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', '2222', '--ssh-user', bed().sshUser, '--ssh-key', bed().sshKey, '--known-hosts', bed().knownHosts]);
-    expect(result.stdout).toMatch(/^Leak audit of node real-node: clean\n/);
-    expect(result.stdout).toMatch(/range kubenet 10\.128\.\d+\.\d+\/25: usable 125, allocated \d+, in use \d+, leaked 0/);
+    const b = bed();
+    const result = await auditNode([docker.name, '--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(docker.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts]);
+    expect(result.stdout).toMatch(new RegExp(`^Leak audit of node ${docker.name}: clean\\n`));
+    expect(result.stdout).toMatch(/range kubenet 10\.\d+\.\d+\.\d+\/25: usable 125, allocated \d+, in use \d+, leaked 0/);
   });
 });

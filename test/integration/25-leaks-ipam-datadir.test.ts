@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditNode } from './bed.js';
-import { fleetHost } from './faults.js';
+import { useNodes } from './pool.js';
 
 // kindnetd's host-local keeps its reservations in /run/cni-ipam-state (its conflist's ipam.dataDir), not in
-// /var/lib/cni/networks: the audit must read the dataDir each network config names. On a fleet host, a second
+// /var/lib/cni/networks: the audit must read the dataDir each network config names. On a containerd node, a second
 // network configured as kindnetd configures it, with a reservation whose container never existed.
-const t = fleetHost('fleet-1');
 const DEAD_ID = 'de'.repeat(32);
 const LEAK = '/run/cni-ipam-state/kindnet/10.99.0.5';
 const CONFLIST = '/etc/cni/net.d/20-kindnet.conflist';
@@ -14,9 +13,10 @@ const conflist = JSON.stringify({
   name: 'kindnet',
   plugins: [{ type: 'ptp', ipMasq: false, ipam: { type: 'host-local', dataDir: '/run/cni-ipam-state', ranges: [[{ subnet: '10.99.0.0/24' }]] } }],
 });
-const audit = (extra: string[] = []) => auditNode([t.name, '--output', 'json', ...t.flags, ...extra]);
 
 describe('host-local state kept where the network config says (dataDir)', () => {
+  const [t] = useNodes('containerd', 'resource:calico');
+  const audit = (extra: string[] = []) => auditNode([t.name, '--output', 'json', ...t.flags, ...extra]);
   beforeAll(async () => {
     await t.sh(`printf '%s' '${conflist}' > ${CONFLIST} && mkdir -p /run/cni-ipam-state/kindnet && printf '${DEAD_ID}\\r\\neth0' > ${LEAK}`);
   });

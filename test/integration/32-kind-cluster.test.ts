@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditNode, bed, DRAIN_FLAGS, FAULTS_DIR, upgradeNode, waitFor } from './bed.js';
-import { stepLine } from './faults.js';
+import { auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
+import { FAULTS_DIR, stepLine } from './faults.js';
 import { newStack } from './pulumi.js';
 
 // The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on

@@ -1,19 +1,21 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson, sh, waitFor } from './bed.js';
-import { configureBedFleet, fleetContainerd, newStack, onFleetHost, resetFleetHost, type PulumiStack } from './pulumi.js';
+import { applyObjects, bed, kubectl, kubectlJson, sh, waitFor } from './bed.js';
+import { deployment } from './fixtures.js';
+import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { waitForAlert } from './prometheus.js';
+import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
 // Gates between waves, through a real `pulumi up` of two fleet hosts, one per wave: a real Prometheus alert holds the
 // second wave (it is raised by the first node's after-uncordon hook: a textfile metric node-exporter serves and the
 // bed's rule NodeMaintTestHold fires on); the first node's workloads must be back, then the wave soaks. Messages go
-// to a webhook served here; each node's run writes its metrics textfiles on the host.
-const [FIRST, SECOND] = ['fleet-1', 'fleet-2'];
+// to a webhook served here; each node's run writes its metrics textfiles on the node.
+const [FIRST, SECOND] = useNodes('containerd', 'containerd', 'resource:textfiles');
+const ns = useNamespace();
 const HOLD = () => `${bed().textfileDir}/node_maint_test_hold.prom`;
 const setHold = (v: 0 | 1) => sh(`printf 'node_maint_test_hold ${v}\\n' > ${HOLD()}`);
 const FLEET_TEXTFILES = '/var/lib/node-maint-test-textfile';
-const GATED = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'gated', namespace: 'demo' } };
 
 interface Message {
   event: string;
@@ -35,10 +37,10 @@ function webhookReceiver(): Promise<{ server: Server; url: string; messages: Mes
 }
 
 /** At the old containerd, schedulable, and no run holds its Lease (a rolled-back run leaves the Lease released). */
-const untouched = async (node: string) => {
-  expect(await fleetContainerd(node)).toBe(bed().containerd.old);
-  expect((await kubectlJson('get', 'node', node)).spec.unschedulable).toBeUndefined();
-  const holder = await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${node}`, '--ignore-not-found', '-o', 'jsonpath={.spec.holderIdentity}');
+const untouched = async (node: TestNode) => {
+  expect(await containerdOn(node)).toBe(bed().containerd.old);
+  expect((await kubectlJson('get', 'node', node.name)).spec.unschedulable).toBeUndefined();
+  const holder = await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${node.name}`, '--ignore-not-found', '-o', 'jsonpath={.spec.holderIdentity}');
   expect(holder).toBe('');
 };
 
@@ -53,24 +55,15 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
   let hook: Awaited<ReturnType<typeof webhookReceiver>>;
 
   beforeAll(async () => {
-    await resetFleetHost(FIRST);
-    await resetFleetHost(SECOND);
-    await kubectl('-n', 'kube-system', 'delete', 'configmap', 'node-maint-pause', '--ignore-not-found');
-    await kubectl('-n', 'default', 'delete', 'events', '--field-selector', `reason=MaintenanceStarted`);
+    for (const node of [FIRST, SECOND]) await kubectl('-n', 'default', 'delete', 'events', '--field-selector', `reason=MaintenanceStarted,involvedObject.name=${node.name}`);
     await setHold(0);
     await sh(`rm -f ${HOLD()}.log`);
     hook = await webhookReceiver();
     // Two replicas that fit only on the first node: drained, they wait Pending until it is back.
-    await kubectl('label', 'node', FIRST, 'node-maint.io/gate-test=true', '--overwrite');
-    const spec = {
-      replicas: 2,
-      selector: { matchLabels: { app: 'gated' } },
-      template: { metadata: { labels: { app: 'gated' } }, spec: { nodeSelector: { 'node-maint.io/gate-test': 'true' }, terminationGracePeriodSeconds: 2, containers: [{ name: 'c', image: 'testbed/busybox:1' }] } },
-    };
-    await sh(`echo '${JSON.stringify({ ...GATED, spec })}' | ${bed().kubectl} --kubeconfig ${bed().kubeconfig} apply -f -`);
-    await kubectl('-n', 'demo', 'rollout', 'status', 'deployment/gated', '--timeout=180s');
+    await applyObjects([deployment(ns.name, 'gated', FIRST.name, 2)]);
+    await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/gated', '--timeout=180s');
     stack = await newStack('gates');
-    await configureBedFleet(stack, [FIRST, SECOND], 1);
+    await configureBedFleet(stack, [FIRST.name, SECOND.name], 1);
     await stack.set('webhook', hook.url, true);
     await stack.set('metrics', JSON.stringify({ textfileDir: FLEET_TEXTFILES }));
   });
@@ -78,10 +71,6 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
   afterAll(async () => {
     hook.server.close();
     await sh(`rm -f ${HOLD()} ${HOLD()}.log`);
-    await kubectl('-n', 'demo', 'delete', 'deployment', 'gated', '--ignore-not-found');
-    await kubectl('label', 'node', FIRST, 'node-maint.io/gate-test-');
-    await resetFleetHost(FIRST);
-    await resetFleetHost(SECOND);
   });
 
   const gates = (holdTimeout: string) => JSON.stringify({ soak: '5s', workloadsTimeout: '3m', alerts: { prometheus: bed().prometheus, names: ['NodeMaintTestHold'], holdTimeout } });
@@ -92,10 +81,10 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     await stack.set('gates', gates('10s'));
     const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(up.code).not.toBe(0);
-    expect(up.stdout + up.stderr).toMatch(/fleet-1: not started, the fleet stops here: timed out after 10s waiting for no firing alert before fleet-1 starts: held by firing alert\(s\): NodeMaintTestHold\{[^}]*severity=critical[^}]*\}/);
+    expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: not started, the fleet stops here: timed out after 10s waiting for no firing alert before ${FIRST.name} starts: held by firing alert\\(s\\): NodeMaintTestHold\\{[^}]*severity=critical[^}]*\\}`));
     await untouched(FIRST);
     await untouched(SECOND);
-    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-held ${FIRST}`]);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-held ${FIRST.name}`]);
   });
 
   it('a failing before-drain hook rolls its node back and stops the fleet; the webhook is told', async () => {
@@ -106,10 +95,10 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     await stack.set('hooks', JSON.stringify({ beforeDrain: 'echo "change freeze" >&2; exit 3' }));
     const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(up.code).not.toBe(0);
-    expect(up.stdout + up.stderr).toMatch(/fleet-1: rolled-back \(exit 11\): hook --hook-before-drain failed on fleet-1 \(exit 3\):[\s\S]*change freeze/);
+    expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: rolled-back \\(exit 11\\): hook --hook-before-drain failed on ${FIRST.name} \\(exit 3\\):[\\s\\S]*change freeze`));
     await untouched(FIRST);
     await untouched(SECOND);
-    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-failed ${FIRST}`]);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-failed ${FIRST.name}`]);
     expect(hook.messages[1]!.text).toMatch(/the fleet stops after this wave$/);
   });
 
@@ -125,7 +114,7 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     void up.done.then((code) => (ended = code));
     const watching = (async () => {
       while (ended === undefined) {
-        const d = await kubectlJson('get', 'deployment', '-n', 'demo', 'gated').catch(() => undefined);
+        const d = await kubectlJson('get', 'deployment', '-n', ns.name, 'gated').catch(() => undefined);
         const available = d?.status?.availableReplicas ?? 0;
         if (available < 2 && !short) short = Date.now();
         if (available === 2 && short && !back) back = Date.now();
@@ -137,7 +126,7 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     // Held: the first node is done, the second has not started.
     await waitFor(async () => up.output().includes('held by firing alert(s): NodeMaintTestHold'), 60_000, 'the second wave held by the alert');
     await new Promise((r) => setTimeout(r, 10_000));
-    expect(await fleetContainerd(FIRST)).toBe(bed().containerd.new);
+    expect(await containerdOn(FIRST)).toBe(bed().containerd.new);
     await untouched(SECOND);
     const cleared = Date.now();
     await setHold(0);
@@ -145,25 +134,25 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     const code = await up.done;
     await watching;
     expect(code, up.output()).toBe(0);
-    expect(await fleetContainerd(SECOND)).toBe(bed().containerd.new);
-    const second = await startedAt(SECOND);
+    expect(await containerdOn(SECOND)).toBe(bed().containerd.new);
+    const second = await startedAt(SECOND.name);
     // Event times have whole seconds.
     expect(second).toBeGreaterThanOrEqual(Math.floor(cleared / 1000) * 1000);
     expect(short, 'the gated workload was drained').toBeGreaterThan(0);
     expect(back, 'and came back').toBeGreaterThan(short);
     expect(second).toBeGreaterThanOrEqual(Math.floor((back + 5_000) / 1000) * 1000 - 1000);
-    expect(up.output()).toMatch(/\[fleet-1\] back: Ready, schedulable, .*Deployment demo\/gated.* available again/);
-    expect(up.output()).toContain('[fleet-1] soaking 5s before the next wave');
-    expect((await sh(`cat ${HOLD()}.log`)).trim()).toBe(`${FIRST}\n${SECOND}`);
+    expect(up.output()).toMatch(new RegExp(`\\[${FIRST.name}\\] back: Ready, schedulable, .*Deployment ${ns.name}/gated.* available again`));
+    expect(up.output()).toContain(`[${FIRST.name}] soaking 5s before the next wave`);
+    expect((await sh(`cat ${HOLD()}.log`)).trim()).toBe(`${FIRST.name}\n${SECOND.name}`);
     // The webhook heard the fleet start, each node end, and the fleet end, in that order.
-    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-finished ${FIRST}`, `node-finished ${SECOND}`, 'fleet-finished ']);
-    expect(hook.messages[1]!.text).toContain(`${FIRST}: upgraded (containerd ${bed().containerd.old} -> containerd ${bed().containerd.new})`);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-finished ${FIRST.name}`, `node-finished ${SECOND.name}`, 'fleet-finished ']);
+    expect(hook.messages[1]!.text).toContain(`${FIRST.name}: upgraded (containerd ${bed().containerd.old} -> containerd ${bed().containerd.new})`);
     expect(hook.messages[3]!.text).toMatch(/finished: 2 upgraded$/);
     // Each node's run left its metrics for node-exporter on the host.
     for (const node of [FIRST, SECOND]) {
-      const run = await onFleetHost(node, `cat ${FLEET_TEXTFILES}/node_maint_run.prom`);
-      expect(run).toContain(`node_maint_last_run_success{node="${node}"} 1`);
-      expect(await onFleetHost(node, `cat ${FLEET_TEXTFILES}/node_maint_audit.prom`)).toContain(`node_maint_audit_verdict{node="${node}",verdict="clean"} 1`);
+      const run = await node.sh(`cat ${FLEET_TEXTFILES}/node_maint_run.prom`);
+      expect(run).toContain(`node_maint_last_run_success{node="${node.name}"} 1`);
+      expect(await node.sh(`cat ${FLEET_TEXTFILES}/node_maint_audit.prom`)).toContain(`node_maint_audit_verdict{node="${node.name}",verdict="clean"} 1`);
     }
   });
 });

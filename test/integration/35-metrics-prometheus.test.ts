@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditNode, bed, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode } from './bed.js';
+import { auditNode, bed, kubectlJson, sh, upgradeNode } from './bed.js';
+import { useNodes } from './pool.js';
 import { firingAlerts, query, waitForAlert, waitForValue } from './prometheus.js';
 
-// The audit and the runbook write node-exporter textfiles on the real node; the bed's Prometheus scrapes them through
-// Debian's prometheus-node-exporter and evaluates the project's rules (src/metrics/node-maint.rules.yml).
+// The audit and the runbook write node-exporter textfiles on a docker node, into Debian's textfile directory, which
+// the bed's node-exporter serves (the same directory, mounted on every pool node); the bed's Prometheus scrapes it
+// and evaluates the project's rules (src/metrics/node-maint.rules.yml).
 const DEAD_ID = 'dd'.repeat(32);
-const node = () => bed().realNode;
-const access = () => sshFlags(node());
+const [t] = useNodes('docker', 'resource:calico', 'resource:textfiles');
+const node = () => t.name;
+const access = () => t.flags;
 const textfile = () => ['--textfile-dir', bed().textfileDir];
 const leaked = (network: string) => `node_maint_ip_leaked{node="${node()}",network="${network}"}`;
 let planted = '';
 
 describe('metrics of the audit and the runbook, scraped by a real Prometheus', () => {
   beforeAll(async () => {
-    await resetRealNode();
     await sh(`rm -f ${bed().textfileDir}/node_maint_*.prom`);
     // A reservation of a container that never existed, at the last address of the node's /25.
     const cidr: string = (await kubectlJson('get', 'node', node())).spec.podCIDR;
@@ -22,16 +24,17 @@ describe('metrics of the audit and the runbook, scraped by a real Prometheus', (
   });
 
   afterAll(async () => {
-    await sh(`rm -f ${planted} ${bed().textfileDir}/node_maint_*.prom`);
+    await t.sh(`rm -f ${planted}`);
+    await sh(`rm -f ${bed().textfileDir}/node_maint_*.prom`);
   });
 
   it('audit-node --output prometheus prints the audit as gauges, and --textfile-dir serves them to Prometheus', async () => {
     const printed = await auditNode([node(), '--output', 'prometheus', ...textfile(), ...access()]);
     expect(printed.code, printed.stderr).toBe(0);
     expect(printed.stdout).toMatch(new RegExp(`^node_maint_audit_verdict\\{node="${node()}",verdict="clean"\\} 1$`, 'm'));
-    expect(printed.stdout).toMatch(/^node_maint_ip_range_usable\{node="real-node",network="kubenet",range="10\.\d+\.\d+\.\d+\/25"\} 125$/m);
-    expect(printed.stdout).toMatch(/^node_maint_sandboxes\{node="real-node",state="ready"\} [1-9]\d*$/m);
-    expect(printed.stdout).toMatch(/^node_maint_pods_stuck_terminating\{node="real-node"\} 0$/m);
+    expect(printed.stdout).toMatch(new RegExp(`^node_maint_ip_range_usable\\{node="${node()}",network="kubenet",range="10\\.\\d+\\.\\d+\\.\\d+/25"\\} 125$`, 'm'));
+    expect(printed.stdout).toMatch(new RegExp(`^node_maint_sandboxes\\{node="${node()}",state="ready"\\} [1-9]\\d*$`, 'm'));
+    expect(printed.stdout).toMatch(new RegExp(`^node_maint_pods_stuck_terminating\\{node="${node()}"\\} 0$`, 'm'));
     await waitForValue(`node_maint_audit_verdict{node="${node()}",verdict="clean"}`, 1);
     await waitForValue(leaked('kubenet'), 0);
     // The series carry node-exporter's instance, as every textfile metric does.
@@ -39,7 +42,7 @@ describe('metrics of the audit and the runbook, scraped by a real Prometheus', (
   });
 
   it('a leaked IP shows in Prometheus and fires NodeMaintLeakedIPs; after the reclaim it is 0 and the alert resolves', async () => {
-    await sh(`printf '${DEAD_ID}\\r\\neth0' > ${planted}`);
+    await t.sh(`printf '${DEAD_ID}\\r\\neth0' > ${planted}`);
     const found = await auditNode([node(), '--output', 'json', ...textfile(), ...access()]);
     expect(found.code, found.stderr).toBe(13);
     await waitForValue(leaked('kubenet'), 1);
@@ -53,7 +56,7 @@ describe('metrics of the audit and the runbook, scraped by a real Prometheus', (
   });
 
   it('upgrade-node --textfile-dir: the last run\'s result, exit code and step durations; a failed run fires NodeMaintLastRunFailed', async () => {
-    const installed = (await sh("dpkg-query -W -f='${Version}' containerd")).trim();
+    const installed = (await t.sh("dpkg-query -W -f='${Version}' containerd")).trim();
     const done = await upgradeNode([node(), '--to', `containerd=${installed}`, ...textfile(), ...access()]);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stderr).toContain(`metrics written to ${bed().textfileDir}/node_maint_run.prom`);
@@ -74,6 +77,7 @@ describe('metrics of the audit and the runbook, scraped by a real Prometheus', (
     const result = await auditNode([node(), '--textfile-dir', '/tmp/x;touch /tmp/pwned', ...access()]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('invalid --textfile-dir');
+    expect(await t.sh('test -e /tmp/pwned && echo yes || echo no')).toContain('no');
     expect(await sh('test -e /tmp/pwned && echo yes || echo no')).toContain('no');
   });
 });

@@ -1,27 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
 import { bed, upgradeNode } from './bed.js';
-import { expectServing, fleetHost, kubeletPid, lease, perNodeQueue, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
-import { resetFleetHosts } from './pulumi.js';
+import { expectServing, kubeletPid, lease, perNodeQueue, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { useNodes } from './pool.js';
 
 // SIGKILL of the runbook as each step starts (the ten boundaries after preflight), then the same command again: the
 // journal on the Lease makes the second process finish the first one's run. Steps done are not done again; after a
-// kill once kubelet is back (steps 9-11), the re-run disrupts nothing: no cordon, no kubelet stop, no teardown.
-const HOSTS = ['fleet-1', 'fleet-2', 'fleet-3'];
+// kill once kubelet is back (steps 9-11), the re-run disrupts nothing: no cordon, no kubelet stop, no teardown. The
+// cases go round two containerd and two docker nodes, one case at a time on each.
+const HOSTS = useNodes('containerd', 'docker', 'containerd', 'docker');
 const BOUNDARIES = STEPS.slice(1).map((s, i) => ({ step: s.name, at: i + 1 }));
 const AFTER_KUBELET_IS_BACK = STEPS.findIndex((s) => s.name === 'start-kubelet') + 1;
 
 describe('SIGKILL at each step boundary, then the same command again', () => {
   const queue = perNodeQueue();
-  beforeAll(async () => {
-    await resetFleetHosts();
-  });
-  afterAll(async () => {
-    await resetFleetHosts();
-  });
 
   it.concurrent.each(BOUNDARIES)('killed as $step starts: the re-run finishes the run, doing nothing twice', async ({ step, at }) => {
-    const t = fleetHost(HOSTS[(at - 1) % HOSTS.length]!);
+    const t = HOSTS[(at - 1) % HOSTS.length]!;
     await queue(t.name, async () => {
       await t.reset();
       const version = bed().containerd.new;
@@ -52,12 +47,12 @@ describe('SIGKILL at each step boundary, then the same command again', () => {
   });
 
   it.concurrent('the runtime put back behind the journal (a re-imaged host) before the proof: the re-run does not call it upgraded, it rolls back', async () => {
-    const t = fleetHost('fleet-1');
+    const t = HOSTS[0]!;
     const { old, new: version } = bed().containerd;
     await queue(t.name, async () => {
       await t.reset();
       await upgradeKilledAt(t, version, stepLine('prove-node'));
-      await t.sh(`systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades containerd='${old}' >/dev/null && systemctl start containerd`);
+      await t.sh(`systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages containerd='${old}' >/dev/null && apt-mark hold containerd >/dev/null && systemctl start containerd`);
       const again = await upgradeNode(upgradeArgs(t, version));
       expect(again.code, again.stderr).toBe(11);
       const r = report(again);

@@ -1,24 +1,27 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, nodeMaintEvents, upgradeNode } from './bed.js';
-import { expectServing, fleetHost, lease, realNode, report, setFault, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { expectServing, lease, perNodeQueue, report, setFault, stepLine, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
+import { useNodes } from './pool.js';
 
-// Failures before the point of no return on the real node (cri-dockerd, kubenet, real apt, runtime packages held):
-// each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned.
-const t = realNode();
+// Failures before the point of no return on docker nodes (cri-dockerd, kubenet, real apt, runtime packages held):
+// each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned. The cases go
+// round three docker nodes, one at a time on each, each from a reset node.
+const NODES = useNodes('docker', 'docker', 'docker', 'containerd');
+const DOCKER = [0, 1, 2];
+const queue = perNodeQueue();
+let next = 0;
+/** Runs a case on the next docker node, once the cases before it there are done, from a reset node. */
+const onNode = (fn: (t: Target) => Promise<void>) => {
+  const t = NODES[DOCKER[next++ % DOCKER.length]!]!;
+  return () => queue(t.name, async () => (await t.reset(), await fn(t)));
+};
 const steps = (r: any) => Object.fromEntries(r.steps.map((s: any) => [s.name, s.status]));
 const undone = (r: any) => r.rollback.map((x: any) => [x.step, x.status]);
 // What the rollback of a run that failed in upgrade-runtime undoes, newest first.
 const UNDO_FROM_UPGRADE = ['upgrade-runtime', 'clear-state', 'teardown-sandboxes', 'stop-kubelet', 'drain', 'cordon'];
 
-describe('failures before the point of no return are rolled back', () => {
-  beforeAll(async () => {
-    await t.reset();
-  });
-  afterEach(async () => {
-    await t.reset();
-  });
-
-  it('the package install failing mid-unpack (preinst): the old version stays, held; exit 11', async () => {
+describe('failures before the point of no return are rolled back; the proof of the reported runtime', () => {
+  it.concurrent('the package install failing mid-unpack (preinst): the old version stays, held; exit 11', onNode(async (t) => {
     await setFault(t, 'preinst-fail');
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
     expect(result.code, result.stderr).toBe(11);
@@ -30,18 +33,18 @@ describe('failures before the point of no return are rolled back', () => {
     expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
     expect(undone(r).every(([, status]: [string, string]) => status === 'done')).toBe(true);
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('the new version half-configured (postinst fails): the prior version is installed over it, held; exit 11', async () => {
+  it.concurrent('the new version half-configured (postinst fails): the prior version is installed over it, held; exit 11', onNode(async (t) => {
     await setFault(t, 'postinst-fail');
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
     expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toBe(`reinstalled containerd ${bed().containerd.old}`);
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('killed during its rollback: the same command finishes the rollback', async () => {
+  it.concurrent('killed during its rollback: the same command finishes the rollback', onNode(async (t) => {
     await setFault(t, 'postinst-fail');
     await upgradeKilledAt(t, bed().containerd.faulty, 'rollback upgrade-runtime: start');
     expect((await lease(t.name)).journal.status).toBe('rolling-back');
@@ -53,9 +56,9 @@ describe('failures before the point of no return are rolled back', () => {
     expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
     expect((await lease(t.name)).journal.status).toBe('rolled-back');
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('kubelet failing to start after the upgrade: rolled back to the runtime it starts on', async () => {
+  it.concurrent('kubelet failing to start after the upgrade: rolled back to the runtime it starts on', onNode(async (t) => {
     await setFault(t, 'kubelet-refuses-containerd', bed().containerd.faulty);
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
     expect(result.code, result.stderr).toBe(11);
@@ -68,9 +71,9 @@ describe('failures before the point of no return are rolled back', () => {
     const events = await nodeMaintEvents(t.name, r.runId);
     expect(events.map((e) => e.split(':')[0])).toEqual(['MaintenanceStarted', 'Drained', 'RuntimeUpgraded', 'RolledBack']);
     expect(events.at(-1)).toContain(`rolled back to containerd=${bed().containerd.old}`);
-  });
+  }));
 
-  it('a hook after the upgrade that fails: rolled back, the hook named with its output', async () => {
+  it.concurrent('a hook after the upgrade that fails: rolled back, the hook named with its output', onNode(async (t) => {
     const result = await upgradeNode([...upgradeArgs(t, bed().containerd.new), '--hook-after-upgrade', 'echo "the canary check failed" >&2; exit 3']);
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
@@ -78,9 +81,9 @@ describe('failures before the point of no return are rolled back', () => {
     expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').error).toMatch(/hook --hook-after-upgrade failed on .* \(exit 3\): the canary check failed/);
     expect(undone(r).map(([s]: [string]) => s)).toEqual(UNDO_FROM_UPGRADE);
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('the smoke pod getting no IP before uncordon (its range full): rolled back, never uncordoned on the new runtime', async () => {
+  it.concurrent('the smoke pod getting no IP before uncordon (its range full): rolled back, never uncordoned on the new runtime', onNode(async (t) => {
     const node = await kubectlJson('get', 'node', t.name);
     const [base] = node.spec.podCIDR.split('/');
     const prefix = base.split('.').slice(0, 3).join('.');
@@ -97,41 +100,46 @@ describe('failures before the point of no return are rolled back', () => {
     expect(r.steps.find((s: any) => s.name === 'prove-node').error).toMatch(/smoke pod .* to get a sandbox and an IP.*no IP addresses available/s);
     expect(undone(r)[0]).toEqual(['prove-node', 'done']);
     await expectServing(t, bed().containerd.old);
-  });
-});
+  }));
 
-describe('the node reporting another runtime version after the upgrade', () => {
-  // kubelet reports the runtime it talks to in nodeInfo.containerRuntimeVersion; kwok writes the fleet nodes' status,
-  // so the report is set by hand here, as a kubelet still attached to another containerd would send it.
-  const f = fleetHost('fleet-3');
-  const setReported = (version: string) =>
-    kubectl('patch', 'node', f.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { nodeInfo: { containerRuntimeVersion: version } } }));
-  let kwokReport = '';
-  beforeAll(async () => {
-    await f.reset();
-    // kwok reports its own version as the runtime's, as the kubelet's ("kwok-0.7.0"): restored from there, so a run
-    // killed mid-test leaves nothing behind for the next.
-    kwokReport = (await kubectlJson('get', 'node', f.name)).status.nodeInfo.kubeletVersion;
-    await setReported(kwokReport);
-  });
-  afterEach(async () => {
-    await setReported(kwokReport);
-    await f.reset();
-  });
+  // kubelet reports the runtime it talks to in nodeInfo.containerRuntimeVersion. A test cannot give a real kubelet
+  // another runtime version (the bed has one containerd release), so it writes the report once kubelet has posted
+  // its status after the upgrade, as a kubelet still attached to another containerd would send it; kubelet's next
+  // status sync is minutes away (--node-status-update-frequency=3m, through kubelet-with-faults). On a containerd node.
+  const reportedAtProof = (f: Target, version: string) => {
+    let written: Promise<string> | undefined;
+    const onStderr = (text: string) => {
+      if (!written && text.includes(stepLine('prove-node'))) {
+        written = kubectl('patch', 'node', f.name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { nodeInfo: { containerRuntimeVersion: version } } }));
+      }
+    };
+    return { onStderr, written: () => written };
+  };
+  const onContainerdNode = (fn: (f: Target) => Promise<void>) => {
+    const f = () => NODES[3]!;
+    return () => queue(f().name, async () => {
+      await f().reset();
+      await setFault(f(), 'kubelet-extra-args', '--node-status-update-frequency=3m');
+      await fn(f());
+    });
+  };
 
-  it('is rolled back before uncordon (exit 11), the proof naming what the node reports', async () => {
-    await setReported('containerd://1.5.9');
-    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new));
+  it.concurrent('the node reporting another runtime version after the upgrade: rolled back before uncordon (exit 11), the proof naming it', onContainerdNode(async (f) => {
+    const reported = reportedAtProof(f, 'containerd://1.5.9');
+    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new), reported);
+    expect(await reported.written(), result.stderr).toBeDefined();
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
     expect(r.pointOfNoReturn).toBe(false);
     expect(r.steps.find((s: any) => s.name === 'prove-node').error).toContain('the node reports containerd://1.5.9, not 1.6.20 (containerd 1.6.20~ds1-1+deb12u3)');
     await expectServing(f, bed().containerd.old);
-  });
+  }));
 
-  it('a node that reports no runtime version (kwok) is proven on the daemon\'s own version, and says so', async () => {
-    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new));
+  it.concurrent('a node that reports no <runtime>://<version> is proven on the daemon\'s own version, and says so', onContainerdNode(async (f) => {
+    const reported = reportedAtProof(f, 'kwok-0.7.0');
+    const result = await upgradeNode(upgradeArgs(f, bed().containerd.new), reported);
+    expect(await reported.written(), result.stderr).toBeDefined();
     expect(result.code, result.stderr).toBe(0);
-    expect(report(result).steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports its runtime as "${kwokReport}", no <runtime>://<version>: the daemon's own version was checked instead`);
-  });
+    expect(report(result).steps.find((s: any) => s.name === 'prove-node').summary).toContain(`the node reports its runtime as "kwok-0.7.0", no <runtime>://<version>: the daemon's own version was checked instead`);
+  }));
 });

@@ -1,32 +1,32 @@
 import { writeFileSync } from 'node:fs';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bed, holdPodOnNode, kubectl, kubectlJson, releaseHeldPod, upgradeNode, type CliResult } from './bed.js';
-import { expectServing, fleetHost, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { bed, kubectl, kubectlJson, upgradeNode, type CliResult } from './bed.js';
+import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
+import { holdPodOnNode, releaseHeldPod } from './fixtures.js';
+import { useNamespace, useNodes } from './pool.js';
 
 // The node's Lease as a fence: one run per node, judged by our own clock (client-go's leader election), and a run
 // that loses it stops changing the node at once.
-const t = fleetHost('fleet-2');
-const LEASE = `node-maint-${t.name}`;
+const [t] = useNodes('containerd');
+const ns = useNamespace();
+const LEASE = () => `node-maint-${t.name}`;
 const FOREIGN = 'node-maint/other-machine/4242/1';
 const HELD = 'held-lease';
 const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
 async function writeLease(holder: string | null, renewTime: string): Promise<void> {
   const file = `/tmp/node-maint-lease-${process.pid}.json`;
-  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE, namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
+  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE(), namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
   await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
 }
 
-const patchLease = (spec: Record<string, unknown>) => kubectl('-n', 'kube-system', 'patch', 'lease', LEASE, '--type', 'merge', '-p', JSON.stringify({ spec }));
+const patchLease = (spec: Record<string, unknown>) => kubectl('-n', 'kube-system', 'patch', 'lease', LEASE(), '--type', 'merge', '-p', JSON.stringify({ spec }));
 const schedulable = async () => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
 
 describe('the Lease', () => {
-  beforeAll(async () => {
-    await t.reset();
-  });
   afterEach(async () => {
-    await releaseHeldPod(HELD).catch(() => undefined);
-    await kubectl('-n', 'demo', 'delete', 'pod', '-l', 'node-maint-test=lease', '--ignore-not-found', '--wait=false');
+    await releaseHeldPod(ns.name, HELD).catch(() => undefined);
+    await kubectl('-n', ns.name, 'delete', 'pod', '--all', '--ignore-not-found', '--wait=false');
     await t.reset();
   });
 
@@ -52,7 +52,7 @@ describe('the Lease', () => {
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
       expect(result.code, result.stderr).toBe(9);
-      expect(report(result).error.message).toContain(`is being maintained by ${FOREIGN} (Lease kube-system/${LEASE} is being renewed)`);
+      expect(report(result).error.message).toContain(`is being maintained by ${FOREIGN} (Lease kube-system/${LEASE()} is being renewed)`);
     } finally {
       clearInterval(renewing);
     }
@@ -74,7 +74,7 @@ describe('the Lease', () => {
   it('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', async () => {
     // A pod held by a finalizer keeps the drain waiting until the run has seen the loss: the theft lands before the
     // next change, not during it (a command already under way when the Lease is taken still finishes).
-    await holdPodOnNode(HELD, t.name, { 'node-maint-test': 'lease' });
+    await holdPodOnNode(ns.name, HELD, t.name);
     let stolen: Promise<unknown> | undefined;
     let seen = false;
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
@@ -82,7 +82,7 @@ describe('the Lease', () => {
         if (!stolen && text.includes(stepLine('drain'))) stolen = patchLease({ holderIdentity: FOREIGN });
         if (!seen && text.includes(`the Lease was taken by ${FOREIGN}: no further change to the node`)) {
           seen = true;
-          void releaseHeldPod(HELD);
+          void releaseHeldPod(ns.name, HELD);
         }
       },
     });

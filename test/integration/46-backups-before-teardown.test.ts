@@ -1,26 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, deadReservations, kubectl, realNodeAudit, sh, upgradeByHandLikeTheFieldReport, upgradeNode } from './bed.js';
-import { expectServing, realNode, report, upgradeArgs } from './faults.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bed, upgradeNode } from './bed.js';
+import { expectServing, report, upgradeArgs } from './faults.js';
+import { deadReservations, nodeAudit, upgradeByHandLikeTheFieldReport } from './fixtures.js';
+import { useNamespace, useNodes } from './pool.js';
 
 // Nothing cleared without a backup: after the field report's hand-done upgrade (leaked kubenet IPs with their CNI
 // cache entries), the runbook's teardown frees them by DEL replay; what it consumes is saved on the node first.
-const t = realNode();
-
 describe('the teardown backs up what it replays and removes', () => {
+  const [t] = useNodes('docker', 'resource:node-ipam');
+  const ns = useNamespace();
   let leakedIps: string[] = [];
   let cacheEntries: string[] = [];
 
   beforeAll(async () => {
-    await t.reset();
-    await upgradeByHandLikeTheFieldReport('leaky-backup', 6);
-    leakedIps = await deadReservations();
-    const audit = JSON.parse((await realNodeAudit()).stdout);
+    await upgradeByHandLikeTheFieldReport(t, ns.name, 'leaky-backup', 6);
+    leakedIps = await deadReservations(t);
+    const audit = JSON.parse((await nodeAudit(t)).stdout);
     cacheEntries = audit.findings.filter((f: any) => f.class === 'cni-cache-orphan').map((f: any) => f.evidence.file);
-  });
-
-  afterAll(async () => {
-    await kubectl('-n', 'demo', 'delete', 'deployment', 'leaky-backup', '--ignore-not-found');
-    await t.reset();
   });
 
   it('saves every cache entry it replays and every reservation, before the DELs; the node ends clean', async () => {
@@ -33,7 +29,7 @@ describe('the teardown backs up what it replays and removes', () => {
     expect(teardown, JSON.stringify(r.backups)).toBeDefined();
     const replayed: string[] = r.steps.find((s: any) => s.name === 'teardown-sandboxes').detail.deletes.map((d: any) => d.entry);
     for (const entry of cacheEntries) expect(replayed).toContain(entry);
-    const listed = await sh(`tar -tzf ${teardown}`);
+    const listed = await t.sh(`tar -tzf ${teardown}`);
     // The leaked reservations (nothing but the runbook touches them) and the cache entries it replayed.
     const leakedFiles = leakedIps.map((ip) => `/var/lib/cni/networks/kubenet/${ip}`);
     for (const file of [...replayed, ...leakedFiles]) expect(listed, file).toContain(file.slice(1));

@@ -1,57 +1,57 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
-import { expectServing, realNode, report, setFault } from './faults.js';
+import { expectServing, perNodeQueue, report, setFault, type Target } from './faults.js';
+import { useNodes } from './pool.js';
 import { configureBedFleet, newStack } from './pulumi.js';
 
-// The mission's main use: docker upgraded on a node where kubelet runs on cri-dockerd with kubenet. On the real node,
-// through the real apt: docker.io from Debian's version to the bed's repack of it (a higher version, same binaries),
-// held before and after; then a failing install of it rolled back to Debian's.
-const t = realNode();
-const dockerArgs = (version: string) => [t.name, '--to', `docker.io=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags];
-const dockerStatus = async () => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' docker.io")).replace(/\n$/, '');
+// The mission's main use: docker upgraded on a node where kubelet runs on cri-dockerd with kubenet. On docker nodes,
+// through the real apt and real systemd (docker.socket too): docker.io from Debian's version to the bed's repack of
+// it (a higher version, same binaries), held before and after; then a failing install of it rolled back to Debian's.
+// The cases go round two docker nodes, each from a reset node.
+const NODES = useNodes('docker', 'docker');
+const queue = perNodeQueue();
+let next = 0;
+const onNode = (fn: (t: Target) => Promise<void>) => {
+  const t = NODES[next++ % NODES.length]!;
+  return () => queue(t.name, async () => (await t.reset(), await fn(t)));
+};
+const dockerArgs = (t: Target, version: string) => [t.name, '--to', `docker.io=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags];
+const dockerStatus = async (t: Target) => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' docker.io")).replace(/\n$/, '');
 // The file dockerd runs and the package owning it, as the runbook checks them after the install.
-const runningDockerd = async () => (await t.sh('p=$(systemctl show -p MainPID docker | cut -d= -f2); readlink /proc/$p/exe; dpkg -S "$(readlink /proc/$p/exe)" | cut -d: -f1')).trim();
+const runningDockerd = async (t: Target) => (await t.sh('p=$(systemctl show -p MainPID docker | cut -d= -f2); readlink /proc/$p/exe; dpkg -S "$(readlink /proc/$p/exe)" | cut -d: -f1')).trim();
 
-describe('docker.io upgraded and rolled back on the real node (cri-dockerd, kubenet)', () => {
-  beforeAll(async () => {
-    await t.reset();
-  });
-  afterAll(async () => {
-    await t.reset();
-  });
+describe('docker.io upgraded and rolled back on docker nodes (cri-dockerd, kubenet)', () => {
 
-  it('upgrades docker.io through apt, still held; dockerd runs the new package; the node proven and clean', async () => {
-    const result = await upgradeNode(dockerArgs(bed().docker.new));
+  it.concurrent('upgrades docker.io through apt, still held; dockerd runs the new package; the node proven and clean', onNode(async (t) => {
+    const result = await upgradeNode(dockerArgs(t, bed().docker.new));
     expect(result.code, result.stderr).toBe(0);
     const r = report(result);
     expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').summary).toBe(`docker.io ${bed().docker.new}`);
-    expect(await dockerStatus()).toBe(`${bed().docker.new} hi `);
-    expect(await runningDockerd()).toBe('/usr/sbin/dockerd\ndocker.io');
+    expect(await dockerStatus(t)).toBe(`${bed().docker.new} hi `);
+    expect(await runningDockerd(t)).toBe('/usr/sbin/dockerd\ndocker.io');
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('a docker.io install that fails (postinst) is rolled back to the version before, held; exit 11', async () => {
-    await t.reset();
+  it.concurrent('a docker.io install that fails (postinst) is rolled back to the version before, held; exit 11', onNode(async (t) => {
     await setFault(t, 'postinst-fail');
-    const result = await upgradeNode(dockerArgs(bed().docker.new));
+    const result = await upgradeNode(dockerArgs(t, bed().docker.new));
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
     expect(r.result).toBe('rolled-back');
     expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toBe(`reinstalled docker.io ${bed().docker.old}`);
-    expect(await dockerStatus()).toBe(`${bed().docker.old} hi `);
+    expect(await dockerStatus(t)).toBe(`${bed().docker.old} hi `);
     await expectServing(t, bed().containerd.old);
-  });
+  }));
 
-  it('pulumi up upgrades docker.io on the docker node of a fleet, and a second up changes nothing', async () => {
-    await t.reset();
+  it.concurrent('pulumi up upgrades docker.io on the docker node of a fleet, and a second up changes nothing', onNode(async (t) => {
     const stack = await newStack('docker');
     await configureBedFleet(stack, [t.name], 1);
     await stack.set('targets', JSON.stringify({ 'docker.io': bed().docker.new }));
     await stack.run(['up', '--yes']);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', versionsBefore: { 'docker.io': bed().docker.old }, versionsAfter: { 'docker.io': bed().docker.new }, audit: { findings: 0 } });
-    expect(await dockerStatus()).toBe(`${bed().docker.new} hi `);
-    expect(await runningDockerd()).toBe('/usr/sbin/dockerd\ndocker.io');
+    expect(await dockerStatus(t)).toBe(`${bed().docker.new} hi `);
+    expect(await runningDockerd(t)).toBe('/usr/sbin/dockerd\ndocker.io');
     expect((await stack.run(['up', '--yes'])).stdout).toMatch(/2 unchanged/);
-  });
+  }));
 });

@@ -1,23 +1,14 @@
 import { expect } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
-import { auditNode, bed, DRAIN_FLAGS, FAULTS_DIR, kubectlJson, resetRealNode, sh, sshFlags, upgradeNode, waitFor, type CliResult } from './bed.js';
-import { onFleetHost, resetFleetHost } from './pulumi.js';
+import { auditNode, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor, type CliResult } from './bed.js';
+import type { TestNode } from './pool.js';
 
-// The fault matrix's vocabulary: a node under test (the real node or a fleet host), the upgrade run as an operator
-// runs it, a kill at a step, fault switches, and what every case must end with.
-export interface Target {
-  name: string;
-  /** The flags that reach it over SSH as the bed's non-root user. */
-  flags: string[];
-  /** A root shell on the node. */
-  sh(script: string): Promise<string>;
-  reset(): Promise<void>;
-  /** Whether the bed holds its runtime packages (the real node does, as production nodes do). */
-  held: boolean;
-}
+// The fault matrix's vocabulary: a leased pool node under test, the upgrade run as an operator runs it, a kill at a
+// step, fault switches, and what every case must end with.
+export type Target = TestNode;
 
-export const realNode = (): Target => ({ name: bed().realNode, flags: sshFlags(bed().realNode), sh, reset: () => resetRealNode(), held: true });
-export const fleetHost = (name: string): Target => ({ name, flags: sshFlags(name), sh: (s) => onFleetHost(name, s), reset: () => resetFleetHost(name), held: false });
+/** Where the bed's fault hooks look (testbed/packages/fault-hooks.sh, testbed/pool/kubelet-with-faults). */
+export const FAULTS_DIR = '/run/node-maint-test-faults';
 
 export const upgradeArgs = (t: Target, version: string, extra: string[] = []) => [t.name, '--to', `containerd=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, ...extra];
 
@@ -69,7 +60,7 @@ export async function lease(node: string): Promise<{ holder?: string; journal?: 
 export const containerdStatus = async (t: Target) => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' containerd")).replace(/\n$/, '');
 
 /** kubelet's process, to tell whether a run restarted it. */
-export const kubeletPid = async (t: Target) => (await t.sh("cat /run/systemd-standin/kubelet.pid 2>/dev/null | cut -d' ' -f1")).trim();
+export const kubeletPid = async (t: Target) => (await t.sh('systemctl show -p MainPID --value kubelet')).trim();
 
 /**
  * What every fault case ends with: containerd at the expected version, dpkg sound (held again where it was held),

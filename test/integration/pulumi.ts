@@ -2,7 +2,8 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { bed, kubectl, sh } from './bed.js';
+import { bed } from './bed.js';
+import type { TestNode } from './pool.js';
 
 // The real Pulumi CLI the bed built, on a local file backend, with a private PULUMI_HOME and a throwaway stack.
 const exec = promisify(execFile);
@@ -68,7 +69,7 @@ export async function newStack(name: string): Promise<PulumiStack> {
   return stack;
 }
 
-/** The bed's fleet as stack config: every node over SSH as the non-root user, the key as a secret, in the order given. */
+/** The bed's nodes as stack config: every node over SSH as the non-root user, the key as a secret, in the order given. */
 export async function configureBedFleet(stack: PulumiStack, nodes: string[], maxUnavailable: number): Promise<void> {
   const b = bed();
   await stack.set('nodes', JSON.stringify(nodes));
@@ -82,32 +83,8 @@ export async function configureBedFleet(stack: PulumiStack, nodes: string[], max
   await stack.set('sshKey', readFileSync(b.sshKey, 'utf8'), true);
 }
 
-export const FLEET = ['fleet-1', 'fleet-2', 'real-node', 'fleet-3'];
-
-export async function onFleetHost(node: string, script: string): Promise<string> {
-  const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'exec', `tb-${node}`, 'sh', '-c', script], { maxBuffer: 16 * 2 ** 20 });
-  return stdout;
-}
-
-export const fleetContainerd = async (node: string) =>
-  (node === bed().realNode ? await sh("dpkg-query -W -f='${Version}' containerd") : await onFleetHost(node, "dpkg-query -W -f='${Version}' containerd")).trim();
-
-/** Fleet hosts back at the old containerd (through their apt), schedulable, no runbook Lease. */
-export async function resetFleetHosts(): Promise<void> {
-  for (const n of bed().nodes.filter((x) => x.container)) await resetFleetHost(n.name);
-}
-
-export async function resetFleetHost(name: string): Promise<void> {
-  const b = bed();
-  await onFleetHost(name, `rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults
-      dpkg --configure -a >/dev/null 2>&1 || true
-      if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' containerd)" != '${b.containerd.old} ii ' ]; then
-        systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades -o Dpkg::Options::=--force-confold containerd='${b.containerd.old}' >/dev/null && systemctl start containerd
-      fi
-      systemctl start containerd kubelet`);
-  await kubectl('uncordon', name);
-  await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${name}`, '--ignore-not-found');
-}
+/** The containerd version dpkg has on the node. */
+export const containerdOn = async (t: TestNode) => (await t.sh("dpkg-query -W -f='${Version}' containerd")).trim();
 
 /** Moves a file, also across filesystems. */
 function moveFile(from: string, to: string): void {

@@ -13,17 +13,14 @@ CRICTL_BIN="$TESTBED_CACHE/bin/crictl-$CRI_TOOLS_VERSION"
 ETCD_BIN="$TESTBED_CACHE/bin/etcd-$ETCD_VERSION"
 KIND_BIN="$TESTBED_CACHE/bin/kind-$KIND_VERSION"
 KUBEADM_BIN="$TESTBED_CACHE/bin/kubeadm-$K8S_VERSION"
+# kind's node files (its entrypoint, kubelet slice, sysctl settings), as its module ships them: the kind image and
+# the pool's images take them from there.
+KIND_FILES="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
 
-# Addresses: everything on loopback but the node IP, which kubelet refuses on loopback: it sits on a portless bridge
-# of the bed (this kernel has no dummy links), so traffic to it never leaves the machine.
+# Addresses: everything on loopback; the pool's nodes have no network but their own (testbed/lib/pool.sh).
 APISERVER_PORT=6443
 APISERVER_URL="https://127.0.0.1:$APISERVER_PORT"
 ETCD_URL="http://127.0.0.1:23790"
-NODE_IFACE=tbnode0
-NODE_IP=10.99.0.1
-REAL_NODE=${REAL_NODE:-real-node}
-REAL_NODE_SSH_PORT=2222
-FLEET_SSH_BASE_PORT=2300
 CLUSTER_CIDR=10.128.0.0/14
 SERVICE_CIDR=10.96.0.0/16
 NODE_CIDR_MASK=25
@@ -39,7 +36,7 @@ ADMIN_KUBECONFIG="$TB_STATE/admin.kubeconfig"
 SSH_KEY="$TB_STATE/ssh/id_ed25519"
 KNOWN_HOSTS="$TB_STATE/ssh/known_hosts"
 SSH_USER=maint
-# The fleet hosts live on their own dockerd, so stopping or upgrading the real node's runtime never touches them.
+# The bed's own dockerd (testbed/lib/bed-docker.sh): the pool's nodes and the kind cluster run there.
 BED_DOCKER_SOCK="$TB_RUN/docker.sock"
 BED_DOCKER_ROOT="$TB_STATE/bed-docker"
 BED_DOCKER="docker -H unix://$BED_DOCKER_SOCK"

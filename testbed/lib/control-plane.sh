@@ -1,5 +1,6 @@
-# The control plane on loopback: etcd, kube-apiserver (TLS, RBAC + Node authorization), controller-manager
-# (allocates a /25 PodCIDR per node), scheduler.
+# The control plane on loopback: etcd, kube-apiserver (TLS, RBAC + Node authorization), controller-manager,
+# scheduler, and the controller-manager's node IPAM controller (a /25 PodCIDR per node) as a process of its own, so a
+# test can hold back PodCIDRs (testbed/ctl stop node-ipam) while every other controller goes on for the other tests.
 start_control_plane() {
   mkdir -p "$TB_STATE/etcd"
   start_bg etcd "$ETCD_BIN/etcd" --name testbed --data-dir "$TB_STATE/etcd" \
@@ -23,11 +24,15 @@ start_control_plane() {
   write_kubeconfig "$TB_STATE/controller-manager.kubeconfig" controller-manager
   start_bg kube-controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig="$TB_STATE/controller-manager.kubeconfig" --bind-address=127.0.0.1 --leader-elect=false \
-    --allocate-node-cidrs=true --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=$NODE_CIDR_MASK \
     --service-cluster-ip-range=$SERVICE_CIDR --root-ca-file="$TB_PKI/ca.crt" \
     --service-account-private-key-file="$TB_PKI/sa.key" --use-service-account-credentials=true \
     --cluster-signing-cert-file="$TB_PKI/ca.crt" --cluster-signing-key-file="$TB_PKI/ca.key" \
-    --controllers='*,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller'
+    --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller'
+  start_bg node-ipam "$K8S_BIN/kube-controller-manager" \
+    --kubeconfig="$TB_STATE/controller-manager.kubeconfig" --bind-address=127.0.0.1 --secure-port=10357 \
+    --leader-elect=false --use-service-account-credentials=true --controllers=nodeipam \
+    --allocate-node-cidrs=true --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=$NODE_CIDR_MASK \
+    --service-cluster-ip-range=$SERVICE_CIDR
   write_kubeconfig "$TB_STATE/scheduler.kubeconfig" scheduler
   start_bg kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig="$TB_STATE/scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false
@@ -35,5 +40,5 @@ start_control_plane() {
 }
 
 stop_control_plane() {
-  for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_bg "$c"; done
+  for c in kube-scheduler node-ipam kube-controller-manager kube-apiserver etcd; do stop_bg "$c"; done
 }

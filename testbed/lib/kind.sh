@@ -5,9 +5,6 @@
 KIND_CLUSTER=nm-kind
 KIND_KUBECONFIG="$TB_STATE/kind.kubeconfig"
 KIND_POD_SUBNET=10.244.0.0/16
-KIND_NODE_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,containernetworking-plugins,apt-utils,socat,tini
-# tini: docker.io's one dependency outside the local apt repository (a test runs dockerd beside kubelet's containerd).
-KIND_FILES="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
 # kubeadm 1.32.5's own image names; etcd is the bed's v3.5.21, so the cluster config names its tag.
 KIND_ETCD_TAG="${ETCD_VERSION#v}-0"
 KIND_PAUSE_IMAGE=registry.k8s.io/pause:3.10
@@ -17,8 +14,8 @@ kind_kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$KIND_KUBECONFIG" "$@"; }
 kind_workers() { kind get nodes --name "$KIND_CLUSTER" 2>/dev/null | grep worker | sort; }
 
 kind_image_tag() {
-  local key; key=$(printf '%s\n' "$KIND_NODE_PACKAGES" "$CONTAINERD_OLD" "$K8S_VERSION" "$KIND_VERSION" "$ETCD_VERSION" \
-    "$(declare -f debootstrap_with_containerd build_kind_rootfs preload_kind_images component_image)" "$(cat "$TB_ROOT/images/pause.c")" | sha256sum | cut -c1-12)
+  local key; key=$(printf '%s\n' "$(basename "$(node_rootfs_tarball)")" "$K8S_VERSION" "$KIND_VERSION" "$ETCD_VERSION" \
+    "$(declare -f build_kind_rootfs preload_kind_images component_image)" "$(cat "$TB_ROOT/images/pause.c")" | sha256sum | cut -c1-12)
   echo "testbed/kind-node:$key"
 }
 
@@ -61,9 +58,9 @@ preload_kind_images() { # ROOTFS
 # kind's base image, assembled by hand: kind's own files from its module, Debian's systemd and containerd.
 build_kind_rootfs() { # ROOTFS
   local r=$1 f
-  debootstrap_with_containerd "$r" "$KIND_NODE_PACKAGES" "$TB_LOGS/kind-debootstrap.log"
-  # Held, as production nodes hold their runtime; under real systemd, maintainer scripts may restart it.
-  chroot "$r" apt-mark hold containerd >/dev/null
+  tar -C "$r" -xf "$(node_rootfs_tarball)"
+  # containerd is held (node_rootfs_tarball), as production nodes hold their runtime; under real systemd, maintainer
+  # scripts may restart it.
   rm -f "$r/usr/sbin/policy-rc.d"
   # kind's files, as its Dockerfile copies them; containerd runs from Debian's unit, not kind's /usr/local/bin one.
   install -m 0755 "$KIND_FILES"/usr/local/bin/* "$r/usr/local/bin/"
@@ -196,7 +193,7 @@ start_kind_cluster() {
   # apiserver's RBAC caches are synced: wait until the admin may list nodes.
   wait_for "the kind API server to authorize its admin" 120 kind_kubectl get nodes
   kind_pod_network
-  # Package lists from the local file repository mounted on the workers (no network), as on the fleet hosts.
+  # Package lists from the local file repository mounted on the workers (no network), as on the pool's nodes.
   for n in $(kind_workers); do $BED_DOCKER exec "$n" apt-get update -qq >/dev/null 2>&1; done
   wait_for "the kind nodes Ready" 180 kind_all_ready
 }

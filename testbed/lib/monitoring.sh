@@ -1,5 +1,6 @@
-# A real Prometheus (Debian's) scraping a real node-exporter (Debian's) on this machine, the real node: its textfile
-# collector serves the runbook's and the audit's .prom files; the project's alert rules and the bed's own are loaded.
+# A real Prometheus (Debian's) scraping a real node-exporter (Debian's) on this machine: its textfile collector serves
+# the runbook's and the audit's .prom files, which the pool's nodes write into the same directory (mounted at Debian's
+# path on each); the project's alert rules and the bed's own are loaded. Every series names its node.
 PROMETHEUS_PORT=9090
 NODE_EXPORTER_PORT=9100
 PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT"
@@ -19,7 +20,7 @@ global: {scrape_interval: 2s, evaluation_interval: 2s}
 rule_files: ['$PROJECT_RULES', '$TB_ROOT/monitoring/testbed.rules.yml']
 scrape_configs:
 - job_name: node
-  static_configs: [{targets: ['127.0.0.1:$NODE_EXPORTER_PORT'], labels: {node: '$REAL_NODE'}}]
+  static_configs: [{targets: ['127.0.0.1:$NODE_EXPORTER_PORT']}]
 YAML
   /usr/bin/promtool check config "$PROMETHEUS_STATE/prometheus.yml" >/dev/null
   # A changed config or rule file takes a restart (the bed keeps no reload endpoint open).

@@ -1,7 +1,7 @@
-# Debian packages the bed needs on this machine, and a local apt repository of the runtime versions for the fleet hosts.
-HOST_PACKAGES="docker.io runc containernetworking-plugins openssh-server openssh-client sudo debootstrap
-busybox-static iproute2 iptables openssl conntrack ebtables ethtool socat util-linux kmod procps psmisc jq gcc libc6-dev
-dpkg-dev curl prometheus prometheus-node-exporter"
+# Debian packages the bed needs on this machine, and a local apt repository of the runtime versions for the nodes.
+# docker.io, runc and containerd: the binaries of the bed's own dockerd (copied); busybox and gcc: the pods' images.
+HOST_PACKAGES="docker.io runc openssh-client debootstrap busybox-static iproute2 iptables openssl socat util-linux kmod
+procps psmisc jq gcc libc6-dev dpkg-dev curl prometheus prometheus-node-exporter"
 
 install_host_packages() {
   local missing=()
@@ -25,7 +25,7 @@ ensure_policy_rc_d() {
 }
 
 # The .debs of both containerd versions (and what they need), the test versions with fault hooks of containerd and
-# docker.io, served to the real node and the fleet hosts as a file: apt source. Keyed by the versions, the hooks and
+# docker.io, served to the pool's and kind's nodes as a file: apt source. Keyed by the versions, the hooks and
 # the repacking, so a change rebuilds it.
 build_local_apt_repo() {
   local key; key=$(printf '%s\n' "$CONTAINERD_OLD" "$CONTAINERD_NEW" "$CONTAINERD_FAULTY" "$DOCKER_OLD" "$DOCKER_NEW" "$(declare -f repack_with_fault_hooks)" \
@@ -61,16 +61,32 @@ repack_with_fault_hooks() { # DEB PACKAGE VERSION FROM_VERSION
   rm -rf "$d"
 }
 
-# A bookworm rootfs from debootstrap with PACKAGES, the local file repository as its only apt source, and containerd
-# pinned at the old version through it (maintainer scripts start nothing: policy-rc.d, which stays).
-debootstrap_with_containerd() { # ROOTFS PACKAGES LOG
-  local r=$1
-  debootstrap --variant=minbase --include="$2" bookworm "$r" http://deb.debian.org/debian >"$3" 2>&1 \
-    || { log "debootstrap failed, see $3"; return 1; }
-  mkdir -p "$r/srv/debs"; mount --bind "$LOCAL_APT_REPO" "$r/srv/debs"
-  echo 'deb [trusted=yes] file:/srv/debs ./' > "$r/etc/apt/sources.list"
-  printf '#!/bin/sh\nexit 101\n' > "$r/usr/sbin/policy-rc.d"; chmod +x "$r/usr/sbin/policy-rc.d"
-  chroot "$r" apt-get update -qq >/dev/null 2>&1
-  chroot "$r" apt-get install -y -qq --no-install-recommends "containerd=$CONTAINERD_OLD" >>"$3" 2>&1
-  umount "$r/srv/debs"
+# The rootfs every node container starts from (kind's nodes and the pool's): bookworm from debootstrap with systemd,
+# sshd and the CNI plugins, the local file repository as its only apt source, containerd pinned at the old version
+# through it and held (maintainer scripts start nothing while it is built: policy-rc.d, which the images remove).
+NODE_ROOTFS_PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,curl,jq,procps,containernetworking-plugins,apt-utils,socat,tini,openssh-server,sudo
+# tini: docker.io's one dependency outside the local apt repository.
+
+# Prints the cached tarball of that rootfs, built once per key (one debootstrap for every node image).
+node_rootfs_tarball() {
+  local key; key=$(printf '%s\n' "$NODE_ROOTFS_PACKAGES" "$CONTAINERD_OLD" "$LOCAL_APT_REPO" "$(declare -f node_rootfs_tarball)" | sha256sum | cut -c1-12)
+  local tarball="$TESTBED_CACHE/node-rootfs-$key.tar"
+  if [ ! -f "$tarball" ]; then
+    log "building the node rootfs with debootstrap (cold: a few minutes)"
+    local r; r=$(mktemp -d "$TESTBED_CACHE/node-rootfs.XXXX")
+    debootstrap --variant=minbase --include="$NODE_ROOTFS_PACKAGES" bookworm "$r" http://deb.debian.org/debian >"$TB_LOGS/debootstrap.log" 2>&1 \
+      || { log "debootstrap failed, see $TB_LOGS/debootstrap.log"; return 1; }
+    mkdir -p "$r/srv/debs"; mount --bind "$LOCAL_APT_REPO" "$r/srv/debs"
+    echo 'deb [trusted=yes] file:/srv/debs ./' > "$r/etc/apt/sources.list"
+    printf '#!/bin/sh\nexit 101\n' > "$r/usr/sbin/policy-rc.d"; chmod +x "$r/usr/sbin/policy-rc.d"
+    chroot "$r" apt-get update -qq >/dev/null 2>&1
+    chroot "$r" apt-get install -y -qq --no-install-recommends "containerd=$CONTAINERD_OLD" >>"$TB_LOGS/debootstrap.log" 2>&1
+    chroot "$r" apt-mark hold containerd >/dev/null
+    umount "$r/srv/debs"
+    rm -rf "$r/var/cache/apt/archives"/*.deb
+    rm -f "$TESTBED_CACHE"/node-rootfs-*.tar
+    tar -C "$r" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+    rm -rf "$r"
+  fi
+  echo "$tarball"
 }

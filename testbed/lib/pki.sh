@@ -26,9 +26,7 @@ make_pki() {
   make_cert controller-manager "/CN=system:kube-controller-manager"
   make_cert scheduler "/CN=system:kube-scheduler"
   make_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-  make_cert "node-$REAL_NODE" "/O=system:nodes/CN=system:node:$REAL_NODE"
   make_cert kwok "/O=system:masters/CN=testbed-kwok"
-  make_cert cni-agent "/CN=testbed-cni-agent"
   [ -f "$TB_PKI/sa.key" ] || { openssl genrsa -out "$TB_PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$TB_PKI/sa.key" -pubout -out "$TB_PKI/sa.pub" 2>/dev/null; }
 }

@@ -1,0 +1,238 @@
+import { execFile } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { bed, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
+
+// Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
+// run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources. A lease
+// is a file created exclusively under the bed's run directory, holding the leaser's PID and start time: a lease whose
+// process is gone is free again.
+const exec = promisify(execFile);
+
+export interface TestNode {
+  name: string;
+  flavour: Flavour;
+  container: string;
+  sshPort: number;
+  /** The runbook's flags that reach it over SSH as the bed's non-root user. */
+  flags: string[];
+  /** The runbook's flags that reach it through `docker exec`, as on kind. */
+  dockerExecFlags: string[];
+  /** A root shell on the node. */
+  sh(script: string): Promise<string>;
+  /** Back where every test starts (resetPoolNode). */
+  reset(): Promise<void>;
+  /** The bed holds the runtime packages, as production nodes do. */
+  held: boolean;
+}
+
+const leaseDir = () => join(bed().run, 'test-leases');
+const startTime = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[19];
+  } catch {
+    return undefined;
+  }
+};
+const me = `${process.pid} ${startTime(process.pid)}`;
+
+/** Takes the lease on `name` if it is free (or its holder is gone); true when this process holds it. */
+function tryLease(name: string, holder: string): boolean {
+  const file = join(leaseDir(), name);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, `${me} ${holder}\n`);
+      closeSync(fd);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const [pid, started] = readFileSync(file, 'utf8').split(' ');
+      if (`${pid} ${started}` === me) return true;
+      if (startTime(Number(pid)) === started) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function release(name: string): void {
+  const file = join(leaseDir(), name);
+  try {
+    if (readFileSync(file, 'utf8').startsWith(`${me} `)) rmSync(file);
+  } catch {
+    // not ours, or gone
+  }
+}
+
+const holderOf = (name: string) => {
+  try {
+    return readFileSync(join(leaseDir(), name), 'utf8').trim().split(' ').slice(2).join(' ');
+  } catch {
+    return '';
+  }
+};
+
+/**
+ * Leases all of `wanted` at once or none (so two files never wait on each other's halves): pool nodes by flavour
+ * ('docker', 'containerd') and resources by name ('resource:node-ipam'). Waits while they are taken.
+ */
+async function leaseAll(wanted: string[], holder: string): Promise<string[]> {
+  mkdirSync(leaseDir(), { recursive: true });
+  const t0 = Date.now();
+  let said = 0;
+  for (;;) {
+    const taken: string[] = [];
+    let ok = true;
+    for (const want of wanted) {
+      const candidates = want.startsWith('resource:') ? [want] : bed().nodes.filter((n) => n.flavour === want).map((n) => n.name);
+      const got = candidates.find((c) => !taken.includes(c) && tryLease(c, holder));
+      if (!got) {
+        ok = false;
+        break;
+      }
+      taken.push(got);
+    }
+    if (ok) return taken;
+    taken.forEach(release);
+    if (Date.now() - said > 60_000) {
+      said = Date.now();
+      const held = [...new Set(bed().nodes.map((n) => n.name).concat(wanted.filter((w) => w.startsWith('resource:'))))].map((n) => `${n}: ${holderOf(n) || 'free'}`);
+      console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')} (${held.join('; ')})`);
+    }
+    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1500));
+  }
+}
+
+/** The file that called: lease holders and namespaces are named after it. */
+function callerFile(): string {
+  const line = (new Error().stack ?? '').split('\n').find((l) => /\.test\.ts/.test(l)) ?? '';
+  return basename(/\(?(?:file:\/\/)?([^():]+\.test\.ts)/.exec(line)?.[1] ?? 'unknown.test.ts');
+}
+
+/** A node of the pool as the tests reach it, once leased. */
+export function poolNode(name: string): TestNode {
+  const b = bed();
+  const n = b.nodes.find((x) => x.name === name);
+  if (!n) throw new Error(`no pool node ${name} (testbed/env lists them)`);
+  const t: TestNode = {
+    name,
+    flavour: n.flavour,
+    container: n.container,
+    sshPort: n.sshPort,
+    flags: ['--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(n.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts],
+    dockerExecFlags: ['--kubeconfig', b.kubeconfig, '--transport', 'docker-exec', '--container', n.container, '--docker-host', b.bedDockerHost],
+    sh: (script) => onNode(n.container, script),
+    reset: () => resetPoolNode(t),
+    held: true,
+  };
+  return t;
+}
+
+export async function onNode(container: string, script: string): Promise<string> {
+  const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'exec', container, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20 });
+  return stdout;
+}
+
+/**
+ * Leases pool nodes for this file (one per flavour named, in that order) and the named resources, each node reset, for
+ * the file's whole run. The handles can be taken at module level and are usable once the file's beforeAll ran.
+ */
+export function useNodes(...wanted: Array<Flavour | `resource:${string}`>): TestNode[] {
+  const file = callerFile();
+  const leased: TestNode[] = [];
+  let held: string[] = [];
+  beforeAll(async () => {
+    held = await leaseAll(wanted, file);
+    const nodes = held.filter((h) => !h.startsWith('resource:')).map(poolNode);
+    await Promise.all(nodes.map((n) => n.reset()));
+    leased.push(...nodes);
+  }, 1_800_000);
+  afterAll(() => held.forEach(release));
+  const handle = (i: number): TestNode =>
+    new Proxy({} as TestNode, {
+      get: (_target, key) => {
+        const node = leased[i];
+        if (!node) throw new Error(`${file}: pool node ${i} used before its lease (use it inside a test or hook)`);
+        return node[key as keyof TestNode];
+      },
+    });
+  return wanted.filter((w) => !w.startsWith('resource:')).map((_, i) => handle(i));
+}
+
+/**
+ * A pool node put back where every test starts: the runtime packages at the bed's old versions and held, dpkg sound,
+ * no fault switched on, every unit running, kubelet Ready (as posted after any restart), schedulable, no runbook
+ * Lease and no marks, nothing on it but the bed's DaemonSet pod, no sandbox but live ones.
+ */
+export async function resetPoolNode(t: TestNode): Promise<void> {
+  const b = bed();
+  const pkgs = t.flavour === 'docker' ? `containerd='${b.containerd.old}' docker.io='${b.docker.old}'` : `containerd='${b.containerd.old}'`;
+  const want = t.flavour === 'docker' ? `${b.containerd.old} hi |${b.docker.old} hi |` : `${b.containerd.old} hi |`;
+  const units = t.flavour === 'docker' ? 'containerd docker cri-docker kubelet' : 'containerd kubelet';
+  // Prints the node's clock when it (re)starts kubelet: until kubelet posts, the node shows the Ready it had before.
+  const restartedAt = await t.sh(`
+    set -e
+    rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
+    find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
+    dpkg --configure -a >/dev/null 2>&1 || true
+    [ "$(systemctl is-active kubelet)" = active ] || date +%s
+    if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' ${pkgs.replace(/='[^']*'/g, '')})" != '${want}' ]; then
+      date +%s; systemctl stop kubelet
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold ${pkgs} >/dev/null
+      apt-mark hold ${pkgs.replace(/='[^']*'/g, '')} >/dev/null
+    fi
+    systemctl start ${units}`);
+  // Pods a file left on the node (its run killed before its namespace went): gone, finalizers and all.
+  for (const pod of (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items) {
+    if (pod.metadata.namespace === 'testbed-system') continue;
+    const ref = ['-n', pod.metadata.namespace, 'pod', pod.metadata.name];
+    if (pod.metadata.finalizers?.length) await kubectl('patch', ...ref, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+    await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
+  }
+  const node = await kubectlJson('get', 'node', t.name);
+  const marks = [
+    ...Object.keys(node.metadata.labels ?? {}).filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour'].includes(k)) || k === 'node-role.kubernetes.io/control-plane').map((k) => `${k}-`),
+  ];
+  if (marks.length) await kubectl('label', 'node', t.name, ...marks);
+  const notes = Object.keys(node.metadata.annotations ?? {}).filter((k) => k.startsWith('node-maint.io/')).map((k) => `${k}-`);
+  if (notes.length) await kubectl('annotate', 'node', t.name, ...notes);
+  await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
+  if (node.spec.unschedulable) await kubectl('uncordon', t.name);
+  const since = Number(restartedAt.trim().split('\n')[0] || 0) * 1000;
+  await waitFor(async () => {
+    const n = await kubectlJson('get', 'node', t.name);
+    const ready = n.status.conditions.find((c: any) => c.type === 'Ready');
+    return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime ?? '') >= since && Boolean(n.spec.podCIDR);
+  }, 180_000, `${t.name} Ready (posted by its running kubelet)`);
+  await waitFor(async () => {
+    const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
+    return pods.length === 1 && pods[0].metadata.namespace === 'testbed-system' && pods[0].status.phase === 'Running' && !pods[0].metadata.deletionTimestamp;
+  }, 240_000, `nothing on ${t.name} but the bed's node agent, running`);
+  // What kubelet's garbage collection would remove within a minute (dead sandboxes of replaced pods), removed now,
+  // so that a test comparing the node before and after sees only its own doing.
+  await waitFor(async () => {
+    const [dead] = (await t.sh('crictl pods --state notready -q | xargs -r crictl rmp >/dev/null 2>&1; crictl pods --state notready -q | wc -l')).trim().split('\n');
+    return dead === '0';
+  }, 120_000, `only live sandboxes on ${t.name}`);
+  expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
+}
+
+/**
+ * A namespace of the file's own, made afresh before its tests and deleted after them: two files never share a pod
+ * name, and what a file leaves behind goes with its namespace.
+ */
+export function useNamespace(): { name: string } {
+  const ns = { name: `t${callerFile().replace(/^(\d+)-.*$/, '$1')}` };
+  beforeAll(async () => {
+    await kubectl('delete', 'namespace', ns.name, '--ignore-not-found', '--wait=true', '--timeout=300s');
+    await kubectl('create', 'namespace', ns.name);
+    await waitFor(async () => (await kubectl('-n', ns.name, 'get', 'serviceaccount', 'default', '-o', 'name')).trim() !== '', 60_000, `namespace ${ns.name} ready`);
+  }, 600_000);
+  afterAll(async () => {
+    await kubectl('delete', 'namespace', ns.name, '--ignore-not-found', '--wait=false');
+  });
+  return ns;
+}

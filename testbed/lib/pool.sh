@@ -1,0 +1,174 @@
+# The pool of real nodes: containers on the bed's own dockerd, each a node as kind makes them (real systemd, kind's
+# entrypoint, a real kubelet 1.32) joined to the bed's control plane, with sshd, the local apt repository and its
+# runtime packages held. Two flavours:
+#   docker-node-N:     dockerd + cri-dockerd with kubenet (the field reports' nodes), containerd under dockerd
+#   containerd-node-N: Debian's containerd as kubelet's CRI runtime, bridge + host-local from its CNI template
+# Each has no network but its own (node IP on a port-less bridge), reaches the apiserver through a unix socket the bed
+# forwards, and is reached by SSH through a relay on 127.0.0.1 that enters its network namespace. Tests lease nodes
+# from the pool (test/integration/pool.ts), so files run side by side, each on nodes of its own.
+POOL_PREFIX=tb-
+POOL_DOCKER_SSH_BASE=2310
+POOL_CONTAINERD_SSH_BASE=2340
+
+pool_node_name() { echo "$1-node-$2"; }          # FLAVOUR INDEX
+pool_ssh_port() { if [ "$1" = docker ]; then echo $((POOL_DOCKER_SSH_BASE + $2)); else echo $((POOL_CONTAINERD_SSH_BASE + $2)); fi; }
+pool_node_ip() { if [ "$1" = docker ]; then echo "10.99.1.$2"; else echo "10.99.2.$2"; fi; }
+
+# The pause and busybox images every node loads into its runtime at boot (nothing can be pulled here).
+pool_images_tar() {
+  local key; key=$(printf '%s\n' "$(cat "$TB_ROOT/images/pause.c")" "$(sha256sum /bin/busybox)" "$(declare -f pool_images_tar)" | sha256sum | cut -c1-12)
+  local tar="$TESTBED_CACHE/pool-images-$key.tar"
+  if [ ! -f "$tar" ]; then
+    local d; d=$(mktemp -d)
+    mkdir -p "$d/pause" "$d/busybox/bin"
+    gcc -static -O2 -o "$d/pause/pause" "$TB_ROOT/images/pause.c"
+    tar -C "$d/pause" -c . | $BED_DOCKER import -c 'ENTRYPOINT ["/pause"]' - registry.k8s.io/pause:3.10 >/dev/null
+    cp /bin/busybox "$d/busybox/bin/busybox"
+    for a in sh sleep ls cat echo true false ip hostname; do ln -s busybox "$d/busybox/bin/$a"; done
+    tar -C "$d/busybox" -c . | $BED_DOCKER import -c 'CMD ["/bin/sh"]' - testbed/busybox:1 >/dev/null
+    $BED_DOCKER save registry.k8s.io/pause:3.10 testbed/busybox:1 > "$tar.tmp" && mv "$tar.tmp" "$tar"
+    $BED_DOCKER rmi registry.k8s.io/pause:3.10 testbed/busybox:1 >/dev/null
+    rm -rf "$d"
+  fi
+  echo "$tar"
+}
+
+pool_image_tag() { # FLAVOUR
+  local key; key=$(printf '%s\n' "$(basename "$(node_rootfs_tarball)")" "$(basename "$(pool_images_tar)")" "$K8S_VERSION" \
+    "$CRI_DOCKERD_VERSION" "$CRI_TOOLS_VERSION" "$KIND_VERSION" "$DOCKER_OLD" "$(declare -f build_pool_image)" \
+    "$(cd "$TB_ROOT/pool" && find . -type f | sort | xargs cat)" | sha256sum | cut -c1-12)
+  echo "testbed/pool-node:$key-$1"
+}
+
+# One flavour's image: a build container runs testbed/pool/setup-image on the base (the node rootfs for containerd,
+# the containerd image for docker), and is committed with kind's entrypoint.
+build_pool_image() { # FLAVOUR
+  local flavour=$1 tag base stage c
+  tag=$(pool_image_tag "$flavour")
+  $BED_DOCKER image inspect "$tag" >/dev/null 2>&1 && return 0
+  if [ "$flavour" = containerd ]; then
+    base="testbed/node-rootfs:$(basename "$(node_rootfs_tarball)" .tar)"
+    $BED_DOCKER image inspect "$base" >/dev/null 2>&1 || $BED_DOCKER import "$(node_rootfs_tarball)" "$base" >/dev/null
+  else
+    build_pool_image containerd
+    base=$(pool_image_tag containerd)
+  fi
+  log "building the pool's $flavour node image"
+  stage=$(mktemp -d)
+  cp "$K8S_BIN/kubelet" "$CRICTL_BIN/crictl" "$CRI_DOCKERD_BIN/cri-dockerd" "$stage/"
+  c="tb-build-$flavour-$$"
+  $BED_DOCKER rm -f "$c" >/dev/null 2>&1 || true
+  $BED_DOCKER run --name "$c" --network none -e "DOCKER_OLD=$DOCKER_OLD" \
+    -v "$TB_ROOT/pool:/tmp/pool:ro" -v "$KIND_FILES:/tmp/kind:ro" -v "$stage:/tmp/bin:ro" \
+    -v "$(pool_images_tar):/tmp/images.tar:ro" -v "$LOCAL_APT_REPO:/srv/debs:ro" \
+    --entrypoint /tmp/pool/setup-image "$base" "$flavour" >"$TB_LOGS/pool-image-$flavour.log" 2>&1 \
+    || { log "building the $flavour node image failed, see $TB_LOGS/pool-image-$flavour.log"; rm -rf "$stage"; return 1; }
+  $BED_DOCKER commit -c 'ENV container=docker' -c 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' -c 'CMD []' \
+    "$c" "$tag" >/dev/null
+  $BED_DOCKER rm "$c" >/dev/null
+  rm -rf "$stage"
+}
+
+start_pool_node() { # FLAVOUR INDEX
+  local flavour=$1 i=$2 node; node=$(pool_node_name "$1" "$2")
+  local c="$POOL_PREFIX$node" etc="$TB_STATE/pool/$node" port; port=$(pool_ssh_port "$flavour" "$i")
+  local image; image=$(pool_image_tag "$flavour")
+  mkdir -p "$etc"
+  echo "$node" > "$etc/node-name"
+  pool_node_ip "$flavour" "$i" > "$etc/node-ip"
+  echo "$flavour" > "$etc/flavour"
+  make_cert "node-$node" "/O=system:nodes/CN=system:node:$node"
+  write_kubeconfig "$etc/kubeconfig" "node-$node" "https://127.0.0.1:6443"
+  install -m 0644 "$TB_PKI/ca.crt" "$etc/ca.crt"
+  install -m 0644 "$SSH_KEY.pub" "$etc/authorized_keys"
+  # A container made from another image, mounts or settings than this up would use is replaced, not reused (a
+  # directory deleted and made again at the same path leaves the container's mount on the deleted one: hence inodes).
+  local cfg; cfg=$(printf '%s\n' "$image" "$LOCAL_APT_REPO" "$TEXTFILE_DIR" "$(declare -f start_pool_node)" "$(cat "$etc"/*)" \
+    "$(stat -c '%d:%i' "$etc" "$LOCAL_APT_REPO" "$TB_RUN/api" "$TEXTFILE_DIR")" | sha256sum | cut -c1-12)
+  if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
+    $BED_DOCKER rm -f -v "$c" >/dev/null 2>&1 || true
+    # A node replaced is a node new to the cluster: its old Node object (and its pods) go with it.
+    kubectl delete node "$node" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  fi
+  if ! $BED_DOCKER inspect "$c" >/dev/null 2>&1; then
+    # As kind runs its nodes (the bed's runc wrapper takes out CAP_SYS_RESOURCE, which this machine lacks), with no
+    # network but the container's own.
+    $BED_DOCKER run -d -q -t --name "$c" --hostname "$node" --privileged --init=false --cgroupns=private \
+      --security-opt seccomp=unconfined --security-opt apparmor=unconfined --stop-signal SIGRTMIN+3 \
+      --tmpfs /tmp --tmpfs /run -v /var -v /lib/modules:/lib/modules:ro --network none \
+      --label node-maint-testbed=pool --label "node-maint-testbed/flavour=$flavour" --label "node-maint-testbed/config=$cfg" \
+      -v "$etc:/etc/testbed:ro" -v "$LOCAL_APT_REPO:/srv/debs:ro" -v "$TB_RUN/api:/opt/testbed-api" \
+      -v "$TEXTFILE_DIR:/var/lib/prometheus/node-exporter" \
+      "$image" >/dev/null
+  elif [ "$($BED_DOCKER inspect -f '{{.State.Running}}' "$c")" != true ]; then
+    $BED_DOCKER start "$c" >/dev/null
+  fi
+  BED_DOCKER_SOCK=$BED_DOCKER_SOCK start_bg "ssh-relay-$node" socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" \
+    "EXEC:$TB_ROOT/pool/ssh-relay $c"
+}
+
+# The node's host key, once its first boot made it, into the bed's known_hosts.
+pool_node_known() { # FLAVOUR INDEX
+  local node; node=$(pool_node_name "$1" "$2")
+  wait_for "sshd keys on $node" 120 $BED_DOCKER exec "$POOL_PREFIX$node" test -s /etc/ssh/ssh_host_ed25519_key.pub || return 1
+  $BED_DOCKER exec "$POOL_PREFIX$node" cat /etc/ssh/ssh_host_ed25519_key.pub > "$TB_STATE/pool/$node/host_key.pub"
+  add_known_host "$(pool_ssh_port "$1" "$2")" "$TB_STATE/pool/$node/host_key.pub"
+}
+
+start_api_socket() {
+  mkdir -p "$TB_RUN/api"
+  start_bg api-socket socat "UNIX-LISTEN:$TB_RUN/api/apiserver.sock,fork,mode=666,unlink-early" "TCP:127.0.0.1:$APISERVER_PORT"
+  wait_for "the apiserver socket" 20 test -S "$TB_RUN/api/apiserver.sock"
+}
+
+start_pool() { # DOCKER_NODES CONTAINERD_NODES
+  start_api_socket
+  build_pool_image docker
+  local f i n
+  for f in docker containerd; do
+    n=$1; [ "$f" = containerd ] && n=$2
+    for i in $(seq 1 "$n"); do start_pool_node "$f" "$i"; done
+  done
+  for f in docker containerd; do
+    n=$1; [ "$f" = containerd ] && n=$2
+    for i in $(seq 1 "$n"); do
+      pool_node_known "$f" "$i"
+      wait_for "$(pool_node_name "$f" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$f" "$i")"
+    done
+  done
+  # Nodes of a larger pool before (testbed/up with fewer nodes now) go.
+  local c
+  for c in $($BED_DOCKER ps -a --filter label=node-maint-testbed=pool --format '{{.Names}}'); do
+    n=${c#"$POOL_PREFIX"}; f=${n%%-node-*}; i=${n##*-}
+    if { [ "$f" = docker ] && [ "$i" -gt "$1" ]; } || { [ "$f" = containerd ] && [ "$i" -gt "$2" ]; }; then
+      $BED_DOCKER rm -f -v "$c" >/dev/null; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
+    fi
+  done
+}
+
+node_ready_with_cidr() {
+  [ -n "$(kubectl get node "$1" -o jsonpath='{.spec.podCIDR}')" ] &&
+    [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+stop_pool() {
+  if [ -S "$BED_DOCKER_SOCK" ] && $BED_DOCKER info >/dev/null 2>&1; then
+    local ids; ids=$($BED_DOCKER ps -aq --filter label=node-maint-testbed=pool)
+    [ -n "$ids" ] && $BED_DOCKER rm -f -v $ids >/dev/null
+  fi
+  for f in "$TB_RUN"/pids/ssh-relay-*.pid; do [ -f "$f" ] && stop_bg "$(basename "$f" .pid)"; done
+  stop_bg api-socket
+}
+
+# The bed's SSH client key (for root and the maint user on every node) and its known_hosts.
+make_ssh_key() {
+  mkdir -p "$TB_STATE/ssh"; chmod 755 "$TB_STATE/ssh"
+  [ -f "$SSH_KEY" ] || ssh-keygen -q -t ed25519 -N '' -C node-maint-testbed -f "$SSH_KEY"
+  touch "$KNOWN_HOSTS"
+}
+
+add_known_host() { # PORT PUBKEY_FILE
+  grep -v "^\[127.0.0.1\]:$1 " "$KNOWN_HOSTS" > "$KNOWN_HOSTS.tmp" || true
+  echo "[127.0.0.1]:$1 $(cut -d' ' -f1,2 "$2")" >> "$KNOWN_HOSTS.tmp"
+  mv "$KNOWN_HOSTS.tmp" "$KNOWN_HOSTS"
+}
