@@ -23,7 +23,8 @@ export default defineConfig({
     // is waiting (grace periods, apt, kubelet restarts), not CPU.
     maxWorkers: 6,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      // Beside the integration files' runs, a unit file's first import (the Pulumi SDK's) can take seconds on 2 cores.
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], testTimeout: 60_000 } },
       {
         extends: true,
         test: {

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 
-// A benchmark node: a container on the test bed's own dockerd with the fleet hosts' Debian image, whose docker CLI
-// talks to that dockerd, where the bench creates its sandboxes (Created pause containers labelled as cri-dockerd
-// labels them). Its kubenet IPAM and CNI cache directories are filled in place.
+// A benchmark node: a container on the test bed's own dockerd from the pool's docker node image (not booted: only its
+// files and its docker CLI, which talks to that dockerd), where the bench creates its sandboxes (Created containers
+// labelled as cri-dockerd labels them). Its kubenet IPAM and CNI cache directories are filled in place.
 const ENV = '/var/lib/node-maint-testbed/env.json';
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -28,16 +28,17 @@ export async function benchNode({ sandboxes, ipFiles, cacheEntries }) {
   const socket = dockerHost.replace('unix://', '');
   const docker = (...args) => execFileSync('docker', ['-H', dockerHost, ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
   const container = 'tb-bench';
-  const image = docker('images', '--format', '{{.Repository}}:{{.Tag}}', 'testbed/fleet-host').split('\n')[0];
+  const image = docker('images', '--format', '{{.Repository}}:{{.Tag}}', 'testbed/pool-node').split('\n').find((t) => t.endsWith('-docker'));
+  if (!image) throw new Error('no pool docker node image on the bed: run testbed/up');
   docker('rm', '-f', container);
   await removeSandboxes(socket);
-  docker('run', '-d', '--name', container, '--network', 'none', '--label', 'node-maint-bench=1', '--entrypoint', '/usr/local/sbin/pause',
-    '-v', '/usr/bin/docker:/usr/bin/docker:ro', '-v', `${socket}:/var/run/docker.sock`, image);
+  docker('run', '-d', '--name', container, '--network', 'none', '--label', 'node-maint-bench=1', '--entrypoint', '/bin/sleep',
+    '-v', `${socket}:/var/run/docker.sock`, image, 'infinity');
   const ids = [];
   for (let i = 0; i < sandboxes; i++) {
     const made = await dockerApi(socket, 'POST', '/containers/create', {
       Image: image,
-      Entrypoint: ['/usr/local/sbin/pause'],
+      Entrypoint: ['/bin/true'],
       Labels: { 'node-maint-bench': '1', 'io.kubernetes.docker.type': 'podsandbox', 'io.kubernetes.pod.uid': `uid-${i}`, 'io.kubernetes.pod.namespace': 'bench', 'io.kubernetes.pod.name': `pod-${i}` },
       HostConfig: { NetworkMode: 'none' },
     });

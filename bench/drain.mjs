@@ -25,8 +25,8 @@ const { evictWithinBudgets } = await lib('cluster/drain/budgeted.js');
 const { evictionVersion, waitForPodsGone } = await lib('cluster/drain/evict.js');
 const { DEFAULT_DRAIN_OPTIONS } = await lib('cluster/drain/filters.js');
 
-// kwok plays the pods (testbed/fleet/kwok-stages.yaml), deleted at once when evicted; each case's pod template decides
-// which stage makes them Ready: the bed's fleet-pod stage at once (an IP annotation), or a bench stage after 1 s or 5 s.
+// kwok plays the pods (testbed/kwok/stages.yaml), deleted at once when evicted; each case's pod template decides
+// which stage makes them Ready: at once (an IP annotation), or a bench stage after 1 s or 5 s.
 const benchPod = (delay) => ({ labels: { app: 'web', 'node-maint.io/bench-pod': `ready-${delay}` } });
 const CASES = [
   { pods: 100, maxUnavailable: 10, ready: 'Ready when bound', podMeta: { labels: { app: 'web' }, annotations: { 'testbed.node-maint.io/ip': '10.254.0.1', 'testbed.node-maint.io/released': 'true' } } },

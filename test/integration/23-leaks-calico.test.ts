@@ -71,7 +71,7 @@ describe('Calico IPAM leaks', () => {
       // A handle that holds nothing.
       { apiVersion: g, kind: 'IPAMHandle', metadata: { name: 'k8s-pod-network.empty' }, spec: { handleID: 'k8s-pod-network.empty', block: {}, deleted: false } },
     ];
-    created.push(...objects.map((o) => [`${o.kind.toLowerCase()}s.crd.projectcalico.org`, o.metadata.name] as [string, string]));
+    created.push(...objects.map((o) => [`${o.kind.toLowerCase()}.crd.projectcalico.org`, o.metadata.name] as [string, string]));
     await apply(objects);
   });
 

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Cluster } from '../../src/cluster/api.js';
 import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
@@ -42,10 +42,6 @@ const pinned = (t: Target, name: string, grace: number) => ({
 
 const runningOn = (app: string) =>
   waitFor(async () => (await kubectlJson('get', 'pods', '-n', ns.name, '-l', `app=${app}`)).items.some((p: any) => p.status.phase === 'Running' && !p.metadata.deletionTimestamp), 120_000, `${app} running`);
-
-afterAll(async () => {
-  await Promise.all(NODES.map((t) => t.reset()));
-});
 
 describe('preflight, before anything changes', () => {
 

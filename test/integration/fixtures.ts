@@ -1,4 +1,4 @@
-import { auditNode, bed, kubectl, kubectlJson, applyObjects, sh, waitFor } from './bed.js';
+import { applyObjects, auditNode, kubectl, kubectlJson, sh, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
 // What tests put on their leased nodes (pods of their own namespace, pinned there) and read back from them.
@@ -111,6 +111,7 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
     systemctl stop kubelet
     docker rm -f $(docker ps -aq --filter label=io.kubernetes.pod.uid) >/dev/null
     systemctl restart docker cri-docker`);
+  const cidr: string = (await kubectlJson('get', 'node', t.name)).spec.podCIDR;
   await sh('bash testbed/ctl stop node-ipam');
   try {
     // The node comes back without a PodCIDR while the node IPAM is down.
@@ -118,10 +119,13 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
     await t.sh('systemctl start kubelet');
     const failures = async () => Number((await t.sh(`journalctl -u kubelet --since @${since} --no-pager | grep -c "kubenet needs a PodCIDR to tear down pods" || true`)).trim());
     await waitFor(async () => (await failures()) >= replicas, 180_000, 'kubelet to fail its teardowns');
+    // Then its range again, the one it had (kubenet's bridge still has its address): given as an IPAM outside the
+    // controller-manager gives it, which the node IPAM, started again, respects.
+    await kubectl('patch', 'node', t.name, '--type', 'merge', '-p', JSON.stringify({ spec: { podCIDR: cidr, podCIDRs: [cidr] } }));
   } finally {
     await sh('bash testbed/ctl start');
   }
-  await waitFor(async () => Boolean((await kubectlJson('get', 'node', t.name)).spec.podCIDR), 120_000, 'the node to get its PodCIDR');
+  await waitFor(async () => (await kubectlJson('get', 'node', t.name)).spec.podCIDR === cidr, 120_000, 'the node to get its PodCIDR');
   // Statuses from before the restart still say Running with the old IPs: wait until each pod's IP is its new sandbox's.
   await waitFor(async () => {
     const pods = await waitForRunning(ns, `app=${app}`, replicas);
@@ -131,4 +135,3 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
   }, 180_000, `every ${app} pod on a live sandbox`);
 }
 
-export { bed };

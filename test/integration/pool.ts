@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
+import ipaddr from 'ipaddr.js';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { bed, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
 
@@ -75,19 +76,54 @@ const holderOf = (name: string) => {
   }
 };
 
+/** What a file asks for: a node of a flavour, a node of either ('any': the test does not depend on the runtime), or a
+ *  named resource of the bed ('resource:node-ipam'). */
+export type Wanted = Flavour | 'any' | `resource:${string}`;
+
+/** The kinds of things a request competes for: 'any' competes for both flavours. */
+const kinds = (wanted: Wanted[]) => new Set(wanted.flatMap((w) => (w === 'any' ? ['docker', 'containerd'] : [w])));
+
+/**
+ * First come, first served: a file waits while an older waiter wants the same kind of thing, so a file that needs four
+ * nodes is not starved by files that need one. Each waiter has a file in the queue directory (its start, its PID and
+ * start time, what it wants); the queue entries of processes that are gone do not count.
+ */
+function enqueue(wanted: Wanted[]): { ahead: () => boolean; leave: () => void } {
+  const dir = join(leaseDir(), 'queue');
+  mkdirSync(dir, { recursive: true });
+  const mine = `${String(Date.now()).padStart(15, '0')}-${process.pid}`;
+  writeFileSync(join(dir, mine), `${me} ${JSON.stringify([...kinds(wanted)])}\n`);
+  const leave = () => rmSync(join(dir, mine), { force: true });
+  process.once('exit', leave);
+  const ahead = () =>
+    readdirSync(dir)
+      .filter((f) => f < mine)
+      .some((f) => {
+        const [pid, started, want] = readFileSync(join(dir, f), 'utf8').trim().split(' ');
+        if (startTime(Number(pid)) !== started) return rmSync(join(dir, f), { force: true }), false;
+        return (JSON.parse(want!) as string[]).some((k) => kinds(wanted).has(k as Wanted));
+      });
+  return { ahead, leave };
+}
+
 /**
  * Leases all of `wanted` at once or none (so two files never wait on each other's halves): pool nodes by flavour
- * ('docker', 'containerd') and resources by name ('resource:node-ipam'). Waits while they are taken.
+ * and resources by name, in turn with the files that asked before. Waits while they are taken. 'any' goes last and
+ * takes the flavour with more nodes free.
  */
-async function leaseAll(wanted: string[], holder: string): Promise<string[]> {
+async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
   mkdirSync(leaseDir(), { recursive: true });
   const t0 = Date.now();
   let said = 0;
+  const order = [...wanted.filter((w) => w !== 'any'), ...wanted.filter((w) => w === 'any')];
+  const queue = enqueue(wanted);
   for (;;) {
     const taken: string[] = [];
-    let ok = true;
-    for (const want of wanted) {
-      const candidates = want.startsWith('resource:') ? [want] : bed().nodes.filter((n) => n.flavour === want).map((n) => n.name);
+    let ok = !queue.ahead();
+    for (const want of ok ? order : []) {
+      const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
+      const flavours: Flavour[] = want === 'any' ? (free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker']) : [want as Flavour];
+      const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
       const got = candidates.find((c) => !taken.includes(c) && tryLease(c, holder));
       if (!got) {
         ok = false;
@@ -95,7 +131,13 @@ async function leaseAll(wanted: string[], holder: string): Promise<string[]> {
       }
       taken.push(got);
     }
-    if (ok) return taken;
+    if (ok) {
+      queue.leave();
+      // Back in the order asked for ('any' was leased last).
+      let named = 0;
+      let any = order.indexOf('any');
+      return wanted.map((w) => taken[w === 'any' ? any++ : named++]!);
+    }
     taken.forEach(release);
     if (Date.now() - said > 60_000) {
       said = Date.now();
@@ -140,7 +182,7 @@ export async function onNode(container: string, script: string): Promise<string>
  * Leases pool nodes for this file (one per flavour named, in that order) and the named resources, each node reset, for
  * the file's whole run. The handles can be taken at module level and are usable once the file's beforeAll ran.
  */
-export function useNodes(...wanted: Array<Flavour | `resource:${string}`>): TestNode[] {
+export function useNodes(...wanted: Wanted[]): TestNode[] {
   const file = callerFile();
   const leased: TestNode[] = [];
   let held: string[] = [];
@@ -151,6 +193,8 @@ export function useNodes(...wanted: Array<Flavour | `resource:${string}`>): Test
     leased.push(...nodes);
   }, 1_800_000);
   afterAll(() => held.forEach(release));
+  // Also when an afterAll hook before this one failed: the next file must not wait for this process to go.
+  process.once('exit', () => held.forEach(release));
   const handle = (i: number): TestNode =>
     new Proxy({} as TestNode, {
       get: (_target, key) => {
@@ -165,9 +209,20 @@ export function useNodes(...wanted: Array<Flavour | `resource:${string}`>): Test
 /**
  * A pool node put back where every test starts: the runtime packages at the bed's old versions and held, dpkg sound,
  * no fault switched on, every unit running, kubelet Ready (as posted after any restart), schedulable, no runbook
- * Lease and no marks, nothing on it but the bed's DaemonSet pod, no sandbox but live ones.
+ * Lease and no marks, nothing on it but the bed's DaemonSet pod, no sandbox but live ones, no reservation but theirs.
+ * A node that cannot be put back (a test left it broken) is replaced by a new container, as a node is re-imaged.
  */
 export async function resetPoolNode(t: TestNode): Promise<void> {
+  try {
+    await tidyPoolNode(t);
+  } catch (e) {
+    console.log(`${t.name}: could not be put back (${(e as Error).message}): replacing its container`);
+    await exec('bash', ['testbed/ctl', 'recreate-node', t.name]);
+    await tidyPoolNode(t);
+  }
+}
+
+async function tidyPoolNode(t: TestNode): Promise<void> {
   const b = bed();
   const pkgs = t.flavour === 'docker' ? `containerd='${b.containerd.old}' docker.io='${b.docker.old}'` : `containerd='${b.containerd.old}'`;
   const want = t.flavour === 'docker' ? `${b.containerd.old} hi |${b.docker.old} hi |` : `${b.containerd.old} hi |`;
@@ -175,8 +230,11 @@ export async function resetPoolNode(t: TestNode): Promise<void> {
   // Prints the node's clock when it (re)starts kubelet: until kubelet posts, the node shows the Ready it had before.
   const restartedAt = await t.sh(`
     set -e
+    # kubelet started with a test's extra flags (kubelet-with-faults) starts again without them.
+    if [ -f /run/node-maint-test-faults/kubelet-extra-args ]; then rm -f /run/node-maint-test-faults/kubelet-extra-args; date +%s; systemctl restart kubelet; fi
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
     find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
+    if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
     dpkg --configure -a >/dev/null 2>&1 || true
     [ "$(systemctl is-active kubelet)" = active ] || date +%s
     if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' ${pkgs.replace(/='[^']*'/g, '')})" != '${want}' ]; then
@@ -185,17 +243,27 @@ export async function resetPoolNode(t: TestNode): Promise<void> {
       apt-mark hold ${pkgs.replace(/='[^']*'/g, '')} >/dev/null
     fi
     systemctl start ${units}`);
-  // Pods a file left on the node (its run killed before its namespace went): gone, finalizers and all.
+  // What a file left on the node (its run killed, or its cleanup failed, before its namespace went): the namespace of
+  // each such pod goes (a test's namespace, so its controllers stop making the pod again), or the pod itself in the
+  // cluster's own namespaces (a smoke pod of a killed run); finalizers and all.
   for (const pod of (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items) {
-    if (pod.metadata.namespace === 'testbed-system') continue;
-    const ref = ['-n', pod.metadata.namespace, 'pod', pod.metadata.name];
+    const namespace: string = pod.metadata.namespace;
+    if (namespace === 'testbed-system') continue;
+    const ref = ['-n', namespace, 'pod', pod.metadata.name];
     if (pod.metadata.finalizers?.length) await kubectl('patch', ...ref, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
-    await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    if (['default', 'kube-system'].includes(namespace)) await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    else await kubectl('delete', 'namespace', namespace, '--ignore-not-found', '--wait=false').catch(() => undefined);
+  }
+  // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
+  for (const kind of ['blockaffinities', 'ipamblocks']) {
+    for (const o of (await kubectlJson('get', `${kind}.crd.projectcalico.org`)).items) {
+      if (o.spec.node === t.name || o.spec.affinity === `host:${t.name}`) await kubectl('delete', `${kind}.crd.projectcalico.org`, o.metadata.name, '--ignore-not-found');
+    }
   }
   const node = await kubectlJson('get', 'node', t.name);
-  const marks = [
-    ...Object.keys(node.metadata.labels ?? {}).filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour'].includes(k)) || k === 'node-role.kubernetes.io/control-plane').map((k) => `${k}-`),
-  ];
+  const marks = Object.keys(node.metadata.labels ?? {})
+    .filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour'].includes(k)) || k === 'node-role.kubernetes.io/control-plane')
+    .map((k) => `${k}-`);
   if (marks.length) await kubectl('label', 'node', t.name, ...marks);
   const notes = Object.keys(node.metadata.annotations ?? {}).filter((k) => k.startsWith('node-maint.io/')).map((k) => `${k}-`);
   if (notes.length) await kubectl('annotate', 'node', t.name, ...notes);
@@ -217,6 +285,20 @@ export async function resetPoolNode(t: TestNode): Promise<void> {
     const [dead] = (await t.sh('crictl pods --state notready -q | xargs -r crictl rmp >/dev/null 2>&1; crictl pods --state notready -q | wc -l')).trim().split('\n');
     return dead === '0';
   }, 120_000, `only live sandboxes on ${t.name}`);
+  // A node the tests left worse than a reset mends: reservations no live sandbox owns, or kubenet's bridge on another
+  // range than the node's PodCIDR (its Node object made again with another range).
+  const dirty = await t.sh(`
+    live=$(crictl pods -q --no-trunc)
+    for f in /var/lib/cni/networks/*/[0-9]*; do
+      [ -f "$f" ] || continue
+      case "$live" in *"$(head -n1 "$f" | tr -d '\\r')"*) ;; *) echo "reservation $f of no live sandbox" ;; esac
+    done
+    ip -4 -o addr show dev cbr0 2>/dev/null | awk '{print "cbr0 " $4}'`);
+  const cbr0 = /^cbr0 (\S+)$/m.exec(dirty)?.[1];
+  const cidr: string = (await kubectlJson('get', 'node', t.name)).spec.podCIDR;
+  if (cbr0 && !ipaddr.parse(cbr0.split('/')[0]!).match(ipaddr.parseCIDR(cidr))) throw new Error(`cbr0 is ${cbr0}, the node's PodCIDR ${cidr}`);
+  const stale = dirty.split('\n').filter((l) => l.startsWith('reservation'));
+  if (stale.length) throw new Error(stale.join('; '));
   expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
 }
 

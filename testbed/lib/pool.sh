@@ -10,6 +10,11 @@ POOL_PREFIX=tb-
 POOL_DOCKER_SSH_BASE=2310
 POOL_CONTAINERD_SSH_BASE=2340
 
+raise_inotify_limits() {
+  [ "$(sysctl -n fs.inotify.max_user_instances)" -ge 8192 ] || sysctl -qw fs.inotify.max_user_instances=8192
+  [ "$(sysctl -n fs.inotify.max_user_watches)" -ge 1048576 ] || sysctl -qw fs.inotify.max_user_watches=1048576
+}
+
 pool_node_name() { echo "$1-node-$2"; }          # FLAVOUR INDEX
 pool_ssh_port() { if [ "$1" = docker ]; then echo $((POOL_DOCKER_SSH_BASE + $2)); else echo $((POOL_CONTAINERD_SSH_BASE + $2)); fi; }
 pool_node_ip() { if [ "$1" = docker ]; then echo "10.99.1.$2"; else echo "10.99.2.$2"; fi; }
@@ -81,6 +86,9 @@ start_pool_node() { # FLAVOUR INDEX
   write_kubeconfig "$etc/kubeconfig" "node-$node" "https://127.0.0.1:6443"
   install -m 0644 "$TB_PKI/ca.crt" "$etc/ca.crt"
   install -m 0644 "$SSH_KEY.pub" "$etc/authorized_keys"
+  # The node's host key is made here, once: it survives the node's container being replaced, as known_hosts does.
+  [ -f "$etc/ssh_host_ed25519_key" ] || ssh-keygen -q -t ed25519 -N '' -C "$node" -f "$etc/ssh_host_ed25519_key"
+  add_known_host "$port" "$etc/ssh_host_ed25519_key.pub"
   # A container made from another image, mounts or settings than this up would use is replaced, not reused (a
   # directory deleted and made again at the same path leaves the container's mount on the deleted one: hence inodes).
   local cfg; cfg=$(printf '%s\n' "$image" "$LOCAL_APT_REPO" "$TEXTFILE_DIR" "$(declare -f start_pool_node)" "$(cat "$etc"/*)" \
@@ -107,14 +115,6 @@ start_pool_node() { # FLAVOUR INDEX
     "EXEC:$TB_ROOT/pool/ssh-relay $c"
 }
 
-# The node's host key, once its first boot made it, into the bed's known_hosts.
-pool_node_known() { # FLAVOUR INDEX
-  local node; node=$(pool_node_name "$1" "$2")
-  wait_for "sshd keys on $node" 120 $BED_DOCKER exec "$POOL_PREFIX$node" test -s /etc/ssh/ssh_host_ed25519_key.pub || return 1
-  $BED_DOCKER exec "$POOL_PREFIX$node" cat /etc/ssh/ssh_host_ed25519_key.pub > "$TB_STATE/pool/$node/host_key.pub"
-  add_known_host "$(pool_ssh_port "$1" "$2")" "$TB_STATE/pool/$node/host_key.pub"
-}
-
 start_api_socket() {
   mkdir -p "$TB_RUN/api"
   start_bg api-socket socat "UNIX-LISTEN:$TB_RUN/api/apiserver.sock,fork,mode=666,unlink-early" "TCP:127.0.0.1:$APISERVER_PORT"
@@ -132,7 +132,6 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES
   for f in docker containerd; do
     n=$1; [ "$f" = containerd ] && n=$2
     for i in $(seq 1 "$n"); do
-      pool_node_known "$f" "$i"
       wait_for "$(pool_node_name "$f" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$f" "$i")"
     done
   done
