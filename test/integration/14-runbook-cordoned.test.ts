@@ -4,7 +4,7 @@ import { useNodes } from './pool.js';
 import { containerdOn } from './pulumi.js';
 
 describe('a node that was cordoned before the run', () => {
-  const [t] = useNodes('containerd');
+  const [t] = useNodes('any');
   beforeAll(async () => {
     await kubectl('cordon', t.name);
   });

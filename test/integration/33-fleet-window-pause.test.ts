@@ -7,7 +7,7 @@ import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './p
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
 // undrainable is passed by, and one whose drain passes its deadline. Two nodes keep it cheap. The stack keeps its
 // Leases and its pause ConfigMap in a namespace of its own (leaseNamespace), so pausing it pauses no other fleet.
-const [NODE, UNDRAINABLE] = useNodes('containerd', 'containerd');
+const [NODE, UNDRAINABLE] = useNodes('any', 'any');
 const ns = useNamespace();
 const PAUSE = () => ['-n', ns.name, 'configmap', 'node-maint-pause'];
 

@@ -11,7 +11,7 @@ import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './p
 // second wave (it is raised by the first node's after-uncordon hook: a textfile metric node-exporter serves and the
 // bed's rule NodeMaintTestHold fires on); the first node's workloads must be back, then the wave soaks. Messages go
 // to a webhook served here; each node's run writes its metrics textfiles on the node.
-const [FIRST, SECOND] = useNodes('containerd', 'containerd', 'resource:textfiles');
+const [FIRST, SECOND] = useNodes('any', 'any', 'resource:textfiles');
 const ns = useNamespace();
 const HOLD = () => `${bed().textfileDir}/node_maint_test_hold.prom`;
 const setHold = (v: 0 | 1) => sh(`printf 'node_maint_test_hold ${v}\\n' > ${HOLD()}`);

@@ -7,7 +7,7 @@ import { useNamespace, useNodes } from './pool.js';
 
 // The node's Lease as a fence: one run per node, judged by our own clock (client-go's leader election), and a run
 // that loses it stops changing the node at once.
-const [t] = useNodes('containerd');
+const [t] = useNodes('any');
 const ns = useNamespace();
 const LEASE = () => `node-maint-${t.name}`;
 const FOREIGN = 'node-maint/other-machine/4242/1';

@@ -81,70 +81,92 @@ const holderOf = (name: string) => {
 export type Wanted = Flavour | 'any' | `resource:${string}`;
 
 /** The kinds of things a request competes for: 'any' competes for both flavours. */
-const kinds = (wanted: Wanted[]) => new Set(wanted.flatMap((w) => (w === 'any' ? ['docker', 'containerd'] : [w])));
+const kinds = (wanted: Wanted[]) => [...new Set(wanted.flatMap((w) => (w === 'any' ? ['docker', 'containerd'] : [w])))];
 
 /**
- * First come, first served: a file waits while an older waiter wants the same kind of thing, so a file that needs four
- * nodes is not starved by files that need one. Each waiter has a file in the queue directory (its start, its PID and
- * start time, what it wants); the queue entries of processes that are gone do not count.
+ * The waiting line. Each waiting file has an entry (when it came, its PID and start time, the kinds it still wants);
+ * entries of processes that are gone do not count. The oldest waiter may take what it wants piece by piece, as it
+ * frees up, and hold it; no other waiter takes anything of a kind the oldest still wants, and each of them takes all
+ * it wants at once or nothing. So a file that needs four nodes is served in turn, files that need other kinds go on
+ * meanwhile, and no two files hold parts of what the other waits for.
  */
-function enqueue(wanted: Wanted[]): { ahead: () => boolean; leave: () => void } {
+function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update: (wanted: Wanted[]) => void; leave: () => void } {
   const dir = join(leaseDir(), 'queue');
   mkdirSync(dir, { recursive: true });
   const mine = `${String(Date.now()).padStart(15, '0')}-${process.pid}`;
-  writeFileSync(join(dir, mine), `${me} ${JSON.stringify([...kinds(wanted)])}\n`);
+  const update = (wanted: Wanted[]) => writeFileSync(join(dir, mine), `${me} ${JSON.stringify(kinds(wanted))}\n`);
   const leave = () => rmSync(join(dir, mine), { force: true });
   process.once('exit', leave);
-  const ahead = () =>
-    readdirSync(dir)
-      .filter((f) => f < mine)
-      .some((f) => {
-        const [pid, started, want] = readFileSync(join(dir, f), 'utf8').trim().split(' ');
-        if (startTime(Number(pid)) !== started) return rmSync(join(dir, f), { force: true }), false;
-        return (JSON.parse(want!) as string[]).some((k) => kinds(wanted).has(k as Wanted));
-      });
-  return { ahead, leave };
+  const head = () => {
+    for (const f of readdirSync(dir).sort()) {
+      let entry: string;
+      try {
+        entry = readFileSync(join(dir, f), 'utf8');
+      } catch {
+        continue;
+      }
+      const [pid, started, wants] = entry.trim().split(' ');
+      if (startTime(Number(pid)) !== started) {
+        rmSync(join(dir, f), { force: true });
+        continue;
+      }
+      return { mine: f === mine, wants: new Set(JSON.parse(wants!) as string[]) };
+    }
+    return { mine: true, wants: new Set<string>() };
+  };
+  return { head, update, leave };
+}
+
+/** Takes one thing of kind `want` that is free; its name, or undefined. 'any' takes the flavour with more free. */
+function takeOne(want: Wanted, holder: string, taken: string[]): string | undefined {
+  const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
+  const flavours: Flavour[] = want === 'any' ? (free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker']) : [want as Flavour];
+  const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
+  return candidates.find((c) => !taken.includes(c) && tryLease(c, holder));
 }
 
 /**
- * Leases all of `wanted` at once or none (so two files never wait on each other's halves): pool nodes by flavour
- * and resources by name, in turn with the files that asked before. Waits while they are taken. 'any' goes last and
- * takes the flavour with more nodes free.
+ * Leases all of `wanted` (pool nodes by flavour, resources by name) for this file, in turn with the files that asked
+ * before (enqueue). Waits while they are taken. 'any' is taken last. The names come back in the order asked for.
  */
 async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
   mkdirSync(leaseDir(), { recursive: true });
   const t0 = Date.now();
   let said = 0;
   const order = [...wanted.filter((w) => w !== 'any'), ...wanted.filter((w) => w === 'any')];
-  const queue = enqueue(wanted);
+  const got: Array<string | undefined> = order.map(() => undefined);
+  const remaining = () => order.filter((_, i) => !got[i]);
+  const queue = enqueue();
+  queue.update(remaining());
   for (;;) {
-    const taken: string[] = [];
-    let ok = !queue.ahead();
-    for (const want of ok ? order : []) {
-      const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
-      const flavours: Flavour[] = want === 'any' ? (free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker']) : [want as Flavour];
-      const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
-      const got = candidates.find((c) => !taken.includes(c) && tryLease(c, holder));
-      if (!got) {
-        ok = false;
-        break;
+    const head = queue.head();
+    if (head.mine) {
+      // The oldest waiter keeps what it gets.
+      order.forEach((w, i) => (got[i] ??= takeOne(w, holder, got.filter(Boolean) as string[])));
+      queue.update(remaining());
+    } else if (!kinds(order).some((k) => head.wants.has(k))) {
+      // All at once or nothing, and nothing the oldest waiter still wants.
+      const taken: string[] = [];
+      for (const w of order) {
+        const one = takeOne(w, holder, taken);
+        if (!one) break;
+        taken.push(one);
       }
-      taken.push(got);
+      if (taken.length === order.length) taken.forEach((one, i) => (got[i] = one));
+      else taken.forEach(release);
     }
-    if (ok) {
+    if (got.every(Boolean)) {
       queue.leave();
-      // Back in the order asked for ('any' was leased last).
       let named = 0;
       let any = order.indexOf('any');
-      return wanted.map((w) => taken[w === 'any' ? any++ : named++]!);
+      return wanted.map((w) => got[w === 'any' ? any++ : named++]!);
     }
-    taken.forEach(release);
     if (Date.now() - said > 60_000) {
       said = Date.now();
       const held = [...new Set(bed().nodes.map((n) => n.name).concat(wanted.filter((w) => w.startsWith('resource:'))))].map((n) => `${n}: ${holderOf(n) || 'free'}`);
-      console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')} (${held.join('; ')})`);
+      console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')}, holding ${got.filter(Boolean).join(', ') || 'nothing'} (${held.join('; ')})`);
     }
-    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1500));
+    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1000));
   }
 }
 
@@ -154,8 +176,11 @@ function callerFile(): string {
   return basename(/\(?(?:file:\/\/)?([^():]+\.test\.ts)/.exec(line)?.[1] ?? 'unknown.test.ts');
 }
 
-/** A node of the pool as the tests reach it, once leased. */
-export function poolNode(name: string): TestNode {
+/** The namespace of a test file's own (useNamespace): t13 for 13-runbook-upgrade.test.ts. */
+const namespaceOf = (file: string) => `t${file.replace(/^(\d+)-.*$/, '$1')}`;
+
+/** A node of the pool as the tests reach it, once leased; its reset leaves the pods of the file's own namespace be. */
+export function poolNode(name: string, ownNamespace = ''): TestNode {
   const b = bed();
   const n = b.nodes.find((x) => x.name === name);
   if (!n) throw new Error(`no pool node ${name} (testbed/env lists them)`);
@@ -167,7 +192,7 @@ export function poolNode(name: string): TestNode {
     flags: ['--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(n.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts],
     dockerExecFlags: ['--kubeconfig', b.kubeconfig, '--transport', 'docker-exec', '--container', n.container, '--docker-host', b.bedDockerHost],
     sh: (script) => onNode(n.container, script),
-    reset: () => resetPoolNode(t),
+    reset: () => resetPoolNode(t, ownNamespace),
     held: true,
   };
   return t;
@@ -188,7 +213,7 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
   let held: string[] = [];
   beforeAll(async () => {
     held = await leaseAll(wanted, file);
-    const nodes = held.filter((h) => !h.startsWith('resource:')).map(poolNode);
+    const nodes = held.filter((h) => !h.startsWith('resource:')).map((n) => poolNode(n, namespaceOf(file)));
     await Promise.all(nodes.map((n) => n.reset()));
     leased.push(...nodes);
   }, 1_800_000);
@@ -212,17 +237,17 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
  * Lease and no marks, nothing on it but the bed's DaemonSet pod, no sandbox but live ones, no reservation but theirs.
  * A node that cannot be put back (a test left it broken) is replaced by a new container, as a node is re-imaged.
  */
-export async function resetPoolNode(t: TestNode): Promise<void> {
+export async function resetPoolNode(t: TestNode, ownNamespace = ''): Promise<void> {
   try {
-    await tidyPoolNode(t);
+    await tidyPoolNode(t, ownNamespace);
   } catch (e) {
-    console.log(`${t.name}: could not be put back (${(e as Error).message}): replacing its container`);
+    console.log(`${t.name}: could not be put back (${(e as Error).message.split('\n')[0]}): replacing its container`);
     await exec('bash', ['testbed/ctl', 'recreate-node', t.name]);
-    await tidyPoolNode(t);
+    await tidyPoolNode(t, ownNamespace);
   }
 }
 
-async function tidyPoolNode(t: TestNode): Promise<void> {
+async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
   const b = bed();
   const pkgs = t.flavour === 'docker' ? `containerd='${b.containerd.old}' docker.io='${b.docker.old}'` : `containerd='${b.containerd.old}'`;
   const want = t.flavour === 'docker' ? `${b.containerd.old} hi |${b.docker.old} hi |` : `${b.containerd.old} hi |`;
@@ -243,15 +268,15 @@ async function tidyPoolNode(t: TestNode): Promise<void> {
       apt-mark hold ${pkgs.replace(/='[^']*'/g, '')} >/dev/null
     fi
     systemctl start ${units}`);
-  // What a file left on the node (its run killed, or its cleanup failed, before its namespace went): the namespace of
-  // each such pod goes (a test's namespace, so its controllers stop making the pod again), or the pod itself in the
-  // cluster's own namespaces (a smoke pod of a killed run); finalizers and all.
+  // What an earlier file left on the node (its run killed, or its cleanup failed, before its namespace went): the
+  // namespace of each such pod goes (so its controllers stop making the pod again); a pod of this file's own namespace
+  // (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself; finalizers and all.
   for (const pod of (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items) {
     const namespace: string = pod.metadata.namespace;
     if (namespace === 'testbed-system') continue;
     const ref = ['-n', namespace, 'pod', pod.metadata.name];
     if (pod.metadata.finalizers?.length) await kubectl('patch', ...ref, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
-    if (['default', 'kube-system'].includes(namespace)) await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    if (['default', 'kube-system', ownNamespace].includes(namespace)) await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
     else await kubectl('delete', 'namespace', namespace, '--ignore-not-found', '--wait=false').catch(() => undefined);
   }
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
@@ -307,7 +332,7 @@ async function tidyPoolNode(t: TestNode): Promise<void> {
  * name, and what a file leaves behind goes with its namespace.
  */
 export function useNamespace(): { name: string } {
-  const ns = { name: `t${callerFile().replace(/^(\d+)-.*$/, '$1')}` };
+  const ns = { name: namespaceOf(callerFile()) };
   beforeAll(async () => {
     await kubectl('delete', 'namespace', ns.name, '--ignore-not-found', '--wait=true', '--timeout=300s');
     await kubectl('create', 'namespace', ns.name);
