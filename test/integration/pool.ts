@@ -1,15 +1,15 @@
 import { execFile } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
+import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { bed, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
-// run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources. A lease
-// is a file created exclusively under the bed's run directory, holding the leaser's PID and start time: a lease whose
-// process is gone is free again.
+// run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
+// the bed's run directory; a lease of a process that is gone is free again.
 const exec = promisify(execFile);
 
 export interface TestNode {
@@ -39,40 +39,46 @@ const startTime = (pid: number) => {
 };
 const me = `${process.pid} ${startTime(process.pid)}`;
 
-/** Takes the lease on `name` if it is free (or its holder is gone); true when this process holds it. */
-function tryLease(name: string, holder: string): boolean {
-  const file = join(leaseDir(), name);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(file, 'wx');
-      writeSync(fd, `${me} ${holder}\n`);
-      closeSync(fd);
-      return true;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const [pid, started] = readFileSync(file, 'utf8').split(' ');
-      if (`${pid} ${started}` === me) return true;
-      if (startTime(Number(pid)) === started) return false;
-      rmSync(file, { force: true });
-    }
+/** The release of each lease this process holds. */
+const held = new Map<string, () => Promise<void>>();
+
+/**
+ * Takes the lease on `name` if it is free; true when this process holds it. A lease is a lock directory
+ * (proper-lockfile: made atomically, its mtime kept fresh while this process lives, taken over once it is 15 s stale,
+ * removed when the process exits), beside a note of the file that holds it.
+ */
+async function tryLease(name: string, holder: string): Promise<boolean> {
+  if (held.has(name)) return true;
+  try {
+    const release = await lockfile.lock(leaseDir(), {
+      lockfilePath: join(leaseDir(), `${name}.lock`),
+      realpath: false,
+      stale: 15_000,
+      update: 3_000,
+      retries: 0,
+      onCompromised: (e) => console.log(`lease ${name} lost: ${e.message}`),
+    });
+    held.set(name, release);
+    writeFileSync(join(leaseDir(), `${name}.holder`), holder);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ELOCKED') return false;
+    throw e;
   }
-  return false;
 }
 
-function release(name: string): void {
-  const file = join(leaseDir(), name);
-  try {
-    if (readFileSync(file, 'utf8').startsWith(`${me} `)) rmSync(file);
-  } catch {
-    // not ours, or gone
-  }
+async function release(name: string): Promise<void> {
+  const done = held.get(name);
+  held.delete(name);
+  await done?.().catch(() => undefined);
 }
 
 const holderOf = (name: string) => {
+  if (!existsSync(join(leaseDir(), `${name}.lock`))) return '';
   try {
-    return readFileSync(join(leaseDir(), name), 'utf8').trim().split(' ').slice(2).join(' ');
+    return readFileSync(join(leaseDir(), `${name}.holder`), 'utf8').trim();
   } catch {
-    return '';
+    return '?';
   }
 };
 
@@ -94,11 +100,15 @@ function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update:
   const dir = join(leaseDir(), 'queue');
   mkdirSync(dir, { recursive: true });
   const mine = `${String(Date.now()).padStart(15, '0')}-${process.pid}`;
-  const update = (wanted: Wanted[]) => writeFileSync(join(dir, mine), `${me} ${JSON.stringify(kinds(wanted))}\n`);
+  // Written whole and renamed into place: a reader never sees half an entry.
+  const update = (wanted: Wanted[]) => {
+    writeFileSync(join(dir, `.${mine}`), `${me} ${JSON.stringify(kinds(wanted))}\n`);
+    renameSync(join(dir, `.${mine}`), join(dir, mine));
+  };
   const leave = () => rmSync(join(dir, mine), { force: true });
   process.once('exit', leave);
   const head = () => {
-    for (const f of readdirSync(dir).sort()) {
+    for (const f of readdirSync(dir).filter((f) => !f.startsWith('.')).sort()) {
       let entry: string;
       try {
         entry = readFileSync(join(dir, f), 'utf8');
@@ -118,11 +128,12 @@ function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update:
 }
 
 /** Takes one thing of kind `want` that is free; its name, or undefined. 'any' takes the flavour with more free. */
-function takeOne(want: Wanted, holder: string, taken: string[]): string | undefined {
+async function takeOne(want: Wanted, holder: string, taken: string[]): Promise<string | undefined> {
   const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
   const flavours: Flavour[] = want === 'any' ? (free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker']) : [want as Flavour];
   const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
-  return candidates.find((c) => !taken.includes(c) && tryLease(c, holder));
+  for (const c of candidates) if (!taken.includes(c) && (await tryLease(c, holder))) return c;
+  return undefined;
 }
 
 /**
@@ -142,18 +153,18 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
     const head = queue.head();
     if (head.mine) {
       // The oldest waiter keeps what it gets.
-      order.forEach((w, i) => (got[i] ??= takeOne(w, holder, got.filter(Boolean) as string[])));
+      for (const [i, w] of order.entries()) got[i] ??= await takeOne(w, holder, got.filter(Boolean) as string[]);
       queue.update(remaining());
     } else if (!kinds(order).some((k) => head.wants.has(k))) {
       // All at once or nothing, and nothing the oldest waiter still wants.
       const taken: string[] = [];
       for (const w of order) {
-        const one = takeOne(w, holder, taken);
+        const one = await takeOne(w, holder, taken);
         if (!one) break;
         taken.push(one);
       }
       if (taken.length === order.length) taken.forEach((one, i) => (got[i] = one));
-      else taken.forEach(release);
+      else await Promise.all(taken.map(release));
     }
     if (got.every(Boolean)) {
       queue.leave();
@@ -163,8 +174,8 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
     }
     if (Date.now() - said > 60_000) {
       said = Date.now();
-      const held = [...new Set(bed().nodes.map((n) => n.name).concat(wanted.filter((w) => w.startsWith('resource:'))))].map((n) => `${n}: ${holderOf(n) || 'free'}`);
-      console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')}, holding ${got.filter(Boolean).join(', ') || 'nothing'} (${held.join('; ')})`);
+      const who = [...new Set(bed().nodes.map((n) => n.name).concat(wanted.filter((w) => w.startsWith('resource:'))))].map((n) => `${n}: ${holderOf(n) || 'free'}`);
+      console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')}, holding ${got.filter(Boolean).join(', ') || 'nothing'} (${who.join('; ')})`);
     }
     await new Promise((r) => setTimeout(r, 500 + Math.random() * 1000));
   }
@@ -210,16 +221,15 @@ export async function onNode(container: string, script: string): Promise<string>
 export function useNodes(...wanted: Wanted[]): TestNode[] {
   const file = callerFile();
   const leased: TestNode[] = [];
-  let held: string[] = [];
+  let mine: string[] = [];
   beforeAll(async () => {
-    held = await leaseAll(wanted, file);
-    const nodes = held.filter((h) => !h.startsWith('resource:')).map((n) => poolNode(n, namespaceOf(file)));
+    mine = await leaseAll(wanted, file);
+    const nodes = mine.filter((h) => !h.startsWith('resource:')).map((n) => poolNode(n, namespaceOf(file)));
     await Promise.all(nodes.map((n) => n.reset()));
     leased.push(...nodes);
   }, 1_800_000);
-  afterAll(() => held.forEach(release));
-  // Also when an afterAll hook before this one failed: the next file must not wait for this process to go.
-  process.once('exit', () => held.forEach(release));
+  // (Also released when the process exits, whatever hook failed before this one.)
+  afterAll(() => Promise.all(mine.map(release)));
   const handle = (i: number): TestNode =>
     new Proxy({} as TestNode, {
       get: (_target, key) => {
@@ -241,7 +251,8 @@ export async function resetPoolNode(t: TestNode, ownNamespace = ''): Promise<voi
   try {
     await tidyPoolNode(t, ownNamespace);
   } catch (e) {
-    console.log(`${t.name}: could not be put back (${(e as Error).message.split('\n')[0]}): replacing its container`);
+    // The end of the message: what failed (a failed shell's stderr comes after its script).
+    console.log(`${t.name}: could not be put back (${(e as Error).message.trim().split('\n').slice(-3).join(' / ')}): replacing its container`);
     await exec('bash', ['testbed/ctl', 'recreate-node', t.name]);
     await tidyPoolNode(t, ownNamespace);
   }
