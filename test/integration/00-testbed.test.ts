@@ -68,6 +68,6 @@ describe('the local test cluster', () => {
 
   it('says what runs', async () => {
     const status = await sh('bash testbed/status');
-    for (const part of ['etcd', 'kube-apiserver', 'node-ipam', 'kwok', `pool node ${docker.name}`, `pool node ${containerd.name}`]) expect(status).toMatch(new RegExp(`${part}\\s+running`));
+    for (const part of ['etcd', 'kube-apiserver', 'node-ipam', `pool node ${docker.name}`, `pool node ${containerd.name}`]) expect(status).toMatch(new RegExp(`${part}\\s+running`));
   });
 });

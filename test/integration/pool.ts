@@ -210,8 +210,14 @@ export function poolNode(name: string, ownNamespace = ''): TestNode {
 }
 
 export async function onNode(container: string, script: string): Promise<string> {
-  const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'exec', container, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20 });
-  return stdout;
+  try {
+    const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'exec', container, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20 });
+    return stdout;
+  } catch (e) {
+    const { code, stderr } = e as { code?: number; stderr?: string };
+    const first = script.trim().split('\n')[0];
+    throw new Error(`on ${container}: \`${first}${script.trim().includes('\n') ? ' ...' : ''}\` exited ${code}: ${stderr?.trim() || '(no error output)'}`);
+  }
 }
 
 /**
@@ -251,8 +257,7 @@ export async function resetPoolNode(t: TestNode, ownNamespace = ''): Promise<voi
   try {
     await tidyPoolNode(t, ownNamespace);
   } catch (e) {
-    // The end of the message: what failed (a failed shell's stderr comes after its script).
-    console.log(`${t.name}: could not be put back (${(e as Error).message.trim().split('\n').slice(-3).join(' / ')}): replacing its container`);
+    console.log(`${t.name}: could not be put back (${(e as Error).message}): replacing its container`);
     await exec('bash', ['testbed/ctl', 'recreate-node', t.name]);
     await tidyPoolNode(t, ownNamespace);
   }
@@ -271,11 +276,13 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
     find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
     if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
+    # An apt of a run killed meanwhile may still be at work (a run's commands finish on the node): waited for.
+    for _ in $(seq 300); do pgrep -x apt-get >/dev/null || pgrep -x dpkg >/dev/null || break; sleep 1; done
     dpkg --configure -a >/dev/null 2>&1 || true
     [ "$(systemctl is-active kubelet)" = active ] || date +%s
     if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' ${pkgs.replace(/='[^']*'/g, '')})" != '${want}' ]; then
       date +%s; systemctl stop kubelet
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold ${pkgs} >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold ${pkgs} >/dev/null
       apt-mark hold ${pkgs.replace(/='[^']*'/g, '')} >/dev/null
     fi
     systemctl start ${units}`);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kwok, which heartbeats the fleet's Node objects and plays their pods' lifecycle.
+# Builds kwok, which heartbeats the API-only Node objects of the benchmarks and plays their pods' lifecycle.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 begin_build "kwok-$KWOK_VERSION"
