@@ -193,13 +193,18 @@ start_kind_cluster() {
   # apiserver's RBAC caches are synced: wait until the admin may list nodes.
   wait_for "the kind API server to authorize its admin" 120 kind_kubectl get nodes
   kind_pod_network
-  # Package lists from the local file repository mounted on the workers (no network), as on the pool's nodes.
-  for n in $(kind_workers); do $BED_DOCKER exec "$n" apt-get update -qq >/dev/null 2>&1; done
+  # Package lists from the local file repository mounted on the workers (no network), as on the pool's nodes; and
+  # their units up (a test run killed mid-upgrade leaves kubelet stopped: the test puts the rest back).
+  for n in $(kind_workers); do
+    $BED_DOCKER exec "$n" apt-get update -qq >/dev/null 2>&1
+    $BED_DOCKER exec "$n" systemctl start containerd kubelet
+  done
   wait_for "the kind nodes Ready" 180 kind_all_ready
 }
 
+# Every node Ready (a worker a killed test left cordoned counts: the kind test uncordons it).
 kind_all_ready() {
-  ! kind_kubectl get nodes --no-headers | awk '{print $2}' | grep -vx Ready | grep -q . &&
+  ! kind_kubectl get nodes --no-headers | awk '{print $2}' | grep -v '^Ready\(,SchedulingDisabled\)\?$' | grep -q . &&
     [ "$(kind_kubectl get nodes --no-headers | wc -l)" = 3 ]
 }
 

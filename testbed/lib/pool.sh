@@ -166,8 +166,14 @@ make_ssh_key() {
   touch "$KNOWN_HOSTS"
 }
 
+# Under a lock (nodes are replaced side by side while runs read the file), and only when the line is not there yet:
+# a node's host key outlives its container, so a replaced node needs no change.
 add_known_host() { # PORT PUBKEY_FILE
-  grep -v "^\[127.0.0.1\]:$1 " "$KNOWN_HOSTS" > "$KNOWN_HOSTS.tmp" || true
-  echo "[127.0.0.1]:$1 $(cut -d' ' -f1,2 "$2")" >> "$KNOWN_HOSTS.tmp"
-  mv "$KNOWN_HOSTS.tmp" "$KNOWN_HOSTS"
+  local line; line="[127.0.0.1]:$1 $(cut -d' ' -f1,2 "$2")"
+  (
+    flock 9
+    grep -qxF "$line" "$KNOWN_HOSTS" && exit 0
+    { grep -v "^\[127.0.0.1\]:$1 " "$KNOWN_HOSTS" || true; echo "$line"; } > "$KNOWN_HOSTS.tmp.$$"
+    mv "$KNOWN_HOSTS.tmp.$$" "$KNOWN_HOSTS"
+  ) 9>"$KNOWN_HOSTS.lock"
 }
