@@ -122,6 +122,8 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
       }
     })();
 
+    // The first node's run ends with its after-uncordon hook, which raises the alert.
+    await waitFor(async () => (await sh(`cat ${HOLD()}.log 2>/dev/null || true`)).includes(FIRST.name), 900_000, `${FIRST.name}'s after-uncordon hook`);
     await waitForAlert('NodeMaintTestHold', true);
     // Held: the first node is done, the second has not started.
     await waitFor(async () => up.output().includes('held by firing alert(s): NodeMaintTestHold'), 60_000, 'the second wave held by the alert');

@@ -50,8 +50,8 @@ const held = new Map<string, () => Promise<void>>();
 async function tryLease(name: string, holder: string): Promise<boolean> {
   if (held.has(name)) return true;
   try {
-    const release = await lockfile.lock(leaseDir(), {
-      lockfilePath: join(leaseDir(), `${name}.lock`),
+    // One path per lease: proper-lockfile keeps its own state per locked path.
+    const release = await lockfile.lock(join(leaseDir(), name), {
       realpath: false,
       stale: 15_000,
       update: 3_000,
