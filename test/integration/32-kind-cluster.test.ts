@@ -25,8 +25,9 @@ const webReady = async () => JSON.parse(await kindKubectl('-n', 'demo', 'get', '
 /** A worker back at the old containerd through its apt, held, serving, uncordoned, no runbook Lease. */
 async function resetWorker(node: string): Promise<void> {
   const old = bed().containerd.old;
-  // docker.io left by a run of the socket case killed midway goes (the case installs it itself).
-  await onNode(node, `if dpkg-query -W docker.io >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --allow-change-held-packages docker.io >/dev/null; fi
+  // docker.io and fault switches left by a run of the socket case killed midway go (the case sets them itself).
+  await onNode(node, `rm -rf ${FAULTS_DIR}
+    if dpkg-query -W docker.io >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --allow-change-held-packages docker.io >/dev/null; fi
     if [ "$(dpkg-query -W -f='\${Version}' containerd)" != '${old}' ]; then
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold containerd='${old}' >/dev/null
     fi

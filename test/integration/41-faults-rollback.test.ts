@@ -95,9 +95,10 @@ describe('failures before the point of no return are rolled back', () => {
     const node = await kubectlJson('get', 'node', t.name);
     const [base] = node.spec.podCIDR.split('/');
     const prefix = base.split('.').slice(0, 3).join('.');
+    const first = Number(base.split('.')[3]);
     // Every free address of the /25 reserved for a container that does not exist: host-local has none to give. Filled
     // by the run's own after-upgrade hook, so before kubelet starts and before any pod can take an address.
-    const fill = `mkdir -p /var/lib/cni/networks/kubenet && cd /var/lib/cni/networks/kubenet && for i in $(seq 2 126); do [ -e ${prefix}.$i ] || printf 'filler\\r\\neth0' > ${prefix}.$i; done`;
+    const fill = `mkdir -p /var/lib/cni/networks/kubenet && cd /var/lib/cni/networks/kubenet && for i in $(seq ${first + 2} ${first + 126}); do [ -e ${prefix}.$i ] || printf 'filler\\r\\neth0' > ${prefix}.$i; done`;
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--smoke-timeout', '20s', '--hook-after-upgrade', fill]));
     await t.sh(`grep -l '^filler' /var/lib/cni/networks/kubenet/* | xargs -r rm -f`);
     expect(result.code, result.stderr).toBe(11);

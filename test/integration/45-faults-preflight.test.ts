@@ -73,8 +73,9 @@ describe('preflight, before anything changes', () => {
 
   it.concurrent('a CNI cache entry that cannot be replayed is found before the drain (exit 10), not after it', onNode(async (t) => {
     const id = 'ab'.repeat(32);
-    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","ips":[{"address":"10.128.9.9/24"}]}' > /var/lib/cni/results/ghost-net-${id}-eth0`);
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    const entry = `/var/lib/cni/results/ghost-net-${id}-eth0`;
+    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","ips":[{"address":"10.128.9.9/24"}]}' > ${entry}`);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${entry}`));
     expect(result.code, result.stderr).toBe(10);
     expect(report(result).error.message).toContain(`ghost-net-${id}-eth0 (result-only cache entry of network ghost-net and no config to rebuild it from)`);
     expect(result.stderr).not.toContain(stepLine('cordon'));

@@ -328,19 +328,23 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     const [dead] = (await t.sh('crictl pods --state notready -q | xargs -r crictl rmp >/dev/null 2>&1; crictl pods --state notready -q | wc -l')).trim().split('\n');
     return dead === '0';
   }, 120_000, `only live sandboxes on ${t.name}`);
-  // A node the tests left worse than a reset mends: reservations no live sandbox owns, or kubenet's bridge on another
-  // range than the node's PodCIDR (its Node object made again with another range).
+  // A node the tests left worse than a reset mends: reservations or CNI cache entries no live sandbox owns, or
+  // kubenet's bridge on another range than the node's PodCIDR (its Node object made again with another range).
   const dirty = await t.sh(`
     live=$(crictl pods -q --no-trunc)
     for f in /var/lib/cni/networks/*/[0-9]*; do
       [ -f "$f" ] || continue
       case "$live" in *"$(head -n1 "$f" | tr -d '\\r')"*) ;; *) echo "reservation $f of no live sandbox" ;; esac
     done
+    for f in /var/lib/cni/results/* /var/lib/cni/cache/results/*; do
+      [ -f "$f" ] || continue
+      case "$live" in *"$(basename "$f" | sed 's/-eth0$//' | grep -oE '[0-9a-f]{64}$')"*) ;; *) echo "cache entry $f of no live sandbox" ;; esac
+    done
     ip -4 -o addr show dev cbr0 2>/dev/null | awk '{print "cbr0 " $4}'`);
   const cbr0 = /^cbr0 (\S+)$/m.exec(dirty)?.[1];
   const cidr: string = (await kubectlJson('get', 'node', t.name)).spec.podCIDR;
   if (cbr0 && !ipaddr.parse(cbr0.split('/')[0]!).match(ipaddr.parseCIDR(cidr))) throw new Error(`cbr0 is ${cbr0}, the node's PodCIDR ${cidr}`);
-  const stale = dirty.split('\n').filter((l) => l.startsWith('reservation'));
+  const stale = dirty.split('\n').filter((l) => / of no live sandbox$/.test(l));
   if (stale.length) throw new Error(stale.join('; '));
   expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
 }
