@@ -265,8 +265,7 @@ export async function resetPoolNode(t: TestNode, ownNamespace = ''): Promise<voi
 
 async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
   const b = bed();
-  const pkgs = t.flavour === 'docker' ? `containerd='${b.containerd.old}' docker.io='${b.docker.old}'` : `containerd='${b.containerd.old}'`;
-  const want = t.flavour === 'docker' ? `${b.containerd.old} hi |${b.docker.old} hi |` : `${b.containerd.old} hi |`;
+  const versions: Record<string, string> = t.flavour === 'docker' ? { containerd: b.containerd.old, 'docker.io': b.docker.old } : { containerd: b.containerd.old };
   const units = t.flavour === 'docker' ? 'containerd docker cri-docker kubelet' : 'containerd kubelet';
   // Prints the node's clock when it (re)starts kubelet: until kubelet posts, the node shows the Ready it had before.
   const restartedAt = await t.sh(`
@@ -280,11 +279,21 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     for _ in $(seq 300); do pgrep -x apt-get >/dev/null || pgrep -x dpkg >/dev/null || break; sleep 1; done
     dpkg --configure -a >/dev/null 2>&1 || true
     [ "$(systemctl is-active kubelet)" = active ] || date +%s
-    if [ "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}|' ${pkgs.replace(/='[^']*'/g, '')})" != '${want}' ]; then
+    # Only the packages not at their version and sound are installed (a reinstall of the others would restart their
+    # daemons); all of them held.
+    change=""; reinstall=""
+    for p in ${Object.entries(versions).map(([p, v]) => `${p}=${v}`).join(' ')}; do
+      case "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' "\${p%%=*}")" in
+        "\${p#*=} hi "|"\${p#*=} ii ") ;;
+        "\${p#*=} "*) change="$change $p"; reinstall=--reinstall ;;
+        *) change="$change $p" ;;
+      esac
+    done
+    if [ -n "$change" ]; then
       date +%s; systemctl stop kubelet
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall --allow-downgrades --allow-change-held-packages -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold ${pkgs} >/dev/null
-      apt-mark hold ${pkgs.replace(/='[^']*'/g, '')} >/dev/null
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q $reinstall --allow-downgrades --allow-change-held-packages -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold $change >/dev/null
     fi
+    apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     systemctl start ${units}`);
   // What an earlier file left on the node (its run killed, or its cleanup failed, before its namespace went): the
   // namespace of each such pod goes (so its controllers stop making the pod again); a pod of this file's own namespace
