@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { bed, kubectlJson, sh } from './bed.js';
+import { bed, kubectlJson } from './bed.js';
 import { pinnedDeployment, sandboxIds } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
@@ -13,15 +13,16 @@ describe('the local test cluster', () => {
   const [docker, containerd] = useNodes('docker', 'containerd');
   const ns = useNamespace();
 
-  it('has every pool node Ready with a /25 PodCIDR, on a real kubelet 1.32 and the runtime of its flavour', async () => {
-    const nodes = (await kubectlJson('get', 'nodes', '-l', 'node-maint.io/testbed=pool')).items;
-    expect(nodes.map((n: any) => n.metadata.name).sort()).toEqual(bed().nodes.map((n) => n.name).sort());
-    for (const n of nodes) {
-      expect(n.status.conditions.find((c: any) => c.type === 'Ready').status, n.metadata.name).toBe('True');
-      expect(n.spec.podCIDR, n.metadata.name).toMatch(/\/25$/);
-      expect(n.status.nodeInfo.kubeletVersion, n.metadata.name).toMatch(/^v1\.32\./);
-      const flavour = bed().nodes.find((b) => b.name === n.metadata.name)!.flavour;
-      expect(n.status.nodeInfo.containerRuntimeVersion, n.metadata.name).toMatch(flavour === 'docker' ? /^docker:\/\/20\.10/ : /^containerd:\/\/1\.6\.20/);
+  // Other files upgrade, drain and replace the other pool nodes meanwhile: only the leased ones are looked at closely.
+  it('has the pool both flavours, each leased node Ready with a /25 PodCIDR, on a real kubelet 1.32 and its runtime', async () => {
+    expect(new Set(bed().nodes.map((n) => n.flavour))).toEqual(new Set(['docker', 'containerd']));
+    for (const t of [docker, containerd]) {
+      const n = await kubectlJson('get', 'node', t.name);
+      expect(n.metadata.labels['node-maint.io/testbed'], t.name).toBe('pool');
+      expect(n.status.conditions.find((c: any) => c.type === 'Ready').status, t.name).toBe('True');
+      expect(n.spec.podCIDR, t.name).toMatch(/\/25$/);
+      expect(n.status.nodeInfo.kubeletVersion, t.name).toMatch(/^v1\.32\./);
+      expect(n.status.nodeInfo.containerRuntimeVersion, t.name).toMatch(t.flavour === 'docker' ? /^docker:\/\/20\.10/ : /^containerd:\/\/1\.6\.20/);
     }
   });
 
@@ -67,7 +68,9 @@ describe('the local test cluster', () => {
   });
 
   it('says what runs', async () => {
-    const status = await sh('bash testbed/status');
-    for (const part of ['etcd', 'kube-apiserver', 'node-ipam', `pool node ${docker.name}`, `pool node ${containerd.name}`]) expect(status).toMatch(new RegExp(`${part}\\s+running`));
+    // Exit 1 when any part is stopped, and files beside this one stop some on purpose (node-ipam, a node's kubelet).
+    const status = await exec('bash', ['testbed/status']).then((r) => r.stdout, (e) => e.stdout as string);
+    for (const part of ['etcd', 'kube-apiserver', `pool node ${docker.name}`, `pool node ${containerd.name}`]) expect(status).toMatch(new RegExp(`${part}\\s+running`));
+    expect(status).toMatch(/node-ipam\s+(running|stopped)/);
   });
 });

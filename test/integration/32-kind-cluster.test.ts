@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
 import { FAULTS_DIR, stepLine } from './faults.js';
 import { newStack } from './pulumi.js';
@@ -66,8 +66,11 @@ async function leakAndReclaim(node: string, leak: string): Promise<void> {
 
 describe('a real kind cluster: real systemd, real kubelet, Debian containerd', () => {
   beforeAll(async () => {
+    // Frozen by the suite's setup while the other files run (test/integration/global-setup.ts).
+    await exec('bash', ['testbed/ctl', 'kind-resume']);
     for (const w of kind().workers) await resetWorker(w);
   });
+  afterAll(() => exec('bash', ['testbed/ctl', 'kind-pause']));
 
   it('finds a leaked reservation under kindnetd\'s /run/cni-ipam-state on a worker and reclaims it', async () => {
     const node = kind().workers[1]!;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
+import type { Cluster } from '../../src/cluster/api.js';
 
 // Helpers over the local test cluster: its env, kubectl, the runbook CLI as a user runs it, and node fixtures.
 const exec = promisify(execFile);
@@ -42,8 +43,67 @@ export async function kubectl(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** `kubectl ... -o json`; a plain `get` is answered in this process (inProcessGet). */
 export async function kubectlJson<T = any>(...args: string[]): Promise<T> {
+  const request = args[0] === 'get' ? parseGet(args.slice(1)) : undefined;
+  if (request) return (await inProcessGet(request)) as T;
   return JSON.parse(await kubectl(...args, '-o', 'json')) as T;
+}
+
+// The resources the tests read, as kubectl names them: the API group's path, the plural, namespaced.
+const RESOURCES: Record<string, [string, string, boolean]> = {
+  node: ['/api/v1', 'nodes', false],
+  pod: ['/api/v1', 'pods', true],
+  event: ['/api/v1', 'events', true],
+  lease: ['/apis/coordination.k8s.io/v1', 'leases', true],
+  deployment: ['/apis/apps/v1', 'deployments', true],
+  rs: ['/apis/apps/v1', 'replicasets', true],
+  pdb: ['/apis/policy/v1', 'poddisruptionbudgets', true],
+  'blockaffinities.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'blockaffinities', false],
+  'ipamblocks.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'ipamblocks', false],
+};
+
+interface GetRequest {
+  path: string;
+  name?: string;
+  query: URLSearchParams;
+}
+
+/** A `get` of the form RESOURCE [NAME] [-n NS | -A] [-l SELECTOR] [--field-selector SELECTOR]; anything else, undefined. */
+function parseGet(args: string[]): GetRequest | undefined {
+  const positional: string[] = [];
+  const query = new URLSearchParams();
+  let namespace = 'default';
+  let all = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-n') namespace = args[++i]!;
+    else if (a === '-A') all = true;
+    else if (a === '-l') query.set('labelSelector', args[++i]!);
+    else if (a === '--field-selector') query.set('fieldSelector', args[++i]!);
+    else if (a.startsWith('-')) return undefined;
+    else positional.push(a);
+  }
+  const [resource, name, extra] = positional;
+  const known = RESOURCES[resource?.replace(/s$/, '') ?? ''] ?? RESOURCES[resource ?? ''];
+  if (!known || extra !== undefined || (name && all)) return undefined;
+  const [group, plural, namespaced] = known;
+  return { path: `${group}${namespaced && !all ? `/namespaces/${namespace}` : ''}/${plural}`, name, query };
+}
+
+let cluster: Promise<Cluster> | undefined;
+/**
+ * The suite polls the API thousands of times (a kubectl costs a tenth of a CPU second): a `get` goes through the
+ * runbook's own client, once connected per file, not retried (as kubectl is not). Lists look as kubectl prints them.
+ */
+async function inProcessGet(r: GetRequest): Promise<unknown> {
+  cluster ??= import('../../src/cluster/api.js').then(({ Cluster }) => Cluster.connect({ kubeconfig: bed().kubeconfig }));
+  const api = await cluster;
+  const qs = r.query.size ? `?${r.query}` : '';
+  if (r.name) return api.get(`${r.path}/${encodeURIComponent(r.name)}${qs}`, { retry: false });
+  const list = await api.get<{ kind: string; apiVersion: string; items: Array<Record<string, unknown>> }>(`${r.path}${qs}`, { retry: false });
+  const item = { apiVersion: list.apiVersion, kind: list.kind.replace(/List$/, '') };
+  return { ...list, items: list.items.map((i) => ({ ...item, ...i })) };
 }
 
 /** Watches one node and collects each distinct value of a label it shows, in order (a watch, so no value is missed). */

@@ -4,7 +4,10 @@ import type { TestProject } from 'vitest/node';
 
 const ENV = '/var/lib/node-maint-testbed/env.json';
 
-/** Brings the local test cluster up unless it already runs (testbed/up is idempotent), and hands its env to tests. */
+/**
+ * Brings the local test cluster up unless it already runs (testbed/up is idempotent), and hands its env to tests; the
+ * kind cluster is left as it was found, running.
+ */
 export default function setup(project: TestProject) {
   let up = existsSync(ENV);
   if (up) {
@@ -16,6 +19,13 @@ export default function setup(project: TestProject) {
   }
   if (!up) execFileSync('bash', ['testbed/up'], { stdio: 'inherit' });
   project.provide('testbed', readFileSync(ENV, 'utf8'));
+  // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
+  const kind = (verb: string) => execFileSync('bash', ['testbed/ctl', `kind-${verb}`], { stdio: 'inherit' });
+  if (JSON.parse(readFileSync(ENV, 'utf8')).kind) {
+    kind('pause');
+    return () => kind('resume');
+  }
+  return undefined;
 }
 
 declare module 'vitest' {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
@@ -168,6 +168,7 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
     }
     if (got.every(Boolean)) {
       queue.leave();
+      timeline('took', holder, got as string[], Date.now() - t0);
       let named = 0;
       let any = order.indexOf('any');
       return wanted.map((w) => got[w === 'any' ? any++ : named++]!);
@@ -179,6 +180,11 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
     }
     await new Promise((r) => setTimeout(r, 500 + Math.random() * 1000));
   }
+}
+
+/** One line per lease taken or freed, for a look at how busy the pool was (test-leases/timeline under the bed's run). */
+function timeline(what: 'took' | 'freed', holder: string, names: string[], waitedMs = 0): void {
+  appendFileSync(join(leaseDir(), 'timeline'), `${new Date().toISOString()} ${what} ${holder} ${names.join(',')}${what === 'took' ? ` after ${Math.round(waitedMs / 1000)}s` : ''}\n`);
 }
 
 /** The file that called: lease holders and namespaces are named after it. */
@@ -235,7 +241,10 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
     leased.push(...nodes);
   }, 1_800_000);
   // (Also released when the process exits, whatever hook failed before this one.)
-  afterAll(() => Promise.all(mine.map(release)));
+  afterAll(async () => {
+    await Promise.all(mine.map(release));
+    timeline('freed', file, mine);
+  });
   const handle = (i: number): TestNode =>
     new Proxy({} as TestNode, {
       get: (_target, key) => {

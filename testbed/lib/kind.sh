@@ -174,6 +174,7 @@ start_kind_cluster() {
   build_kind_node_image
   local c="$KIND_CLUSTER-control-plane"
   if kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER"; then
+    resume_kind_cluster
     local stale=""
     [ "$($BED_DOCKER inspect -f '{{.Config.Image}}' "$c" 2>/dev/null)" = "$KIND_IMAGE" ] || stale=1
     for n in $(kind get nodes --name "$KIND_CLUSTER"); do
@@ -213,4 +214,38 @@ stop_kind_cluster() { [ -x "$KIND_BIN/kind" ] && kind delete cluster --name "$KI
 seed_kind_workloads() {
   kind_kubectl apply -f "$TB_ROOT/manifests/kind-workloads.yaml" >/dev/null
   wait_for "the kind workloads ready" 180 kind_kubectl -n demo rollout status deploy/web --timeout=5s
+}
+
+# The test suite freezes the kind cluster while no test uses it (only the kind file does): its three nodes cost a
+# fifth of a core doing nothing. A frozen container keeps its state; its clocks jump when it thaws.
+pause_kind_cluster() {
+  local n
+  for n in $(kind get nodes --name "$KIND_CLUSTER" 2>/dev/null); do
+    [ "$($BED_DOCKER inspect -f '{{.State.Paused}}' "$n")" = true ] || $BED_DOCKER pause "$n" >/dev/null
+  done
+}
+
+# Thawed, then waited for until it is as before: a Lease renewed since by every kubelet and by the controller manager
+# and scheduler (which lose leadership over a long pause and are restarted), every node Ready and untainted. Twice,
+# a node-monitor period apart: the node controller may still mark a node Unknown for its stale Lease.
+resume_kind_cluster() {
+  local n thawed="" since
+  since=$(date -u +%Y-%m-%dT%H:%M:%S)
+  for n in $(kind get nodes --name "$KIND_CLUSTER" 2>/dev/null); do
+    [ "$($BED_DOCKER inspect -f '{{.State.Paused}}' "$n")" = true ] || continue
+    $BED_DOCKER unpause "$n" >/dev/null; thawed=1
+  done
+  [ -n "$thawed" ] || return 0
+  wait_for "the kind cluster to settle after its pause" 180 kind_settled_since "$since"
+  sleep 6
+  wait_for "the kind cluster to settle after its pause" 180 kind_settled_since "$since"
+}
+
+kind_settled_since() { # SINCE (UTC, seconds): Leases renewed after it, every node Ready, no node taint of the controller
+  local stale
+  stale=$( { kind_kubectl -n kube-node-lease get leases -o jsonpath='{range .items[*]}{.spec.renewTime}{"\n"}{end}'
+             kind_kubectl -n kube-system get lease kube-controller-manager kube-scheduler -o jsonpath='{range .items[*]}{.spec.renewTime}{"\n"}{end}'
+           } | awk -v s="$1" '$0 < s' | wc -l) || return 1
+  [ "$stale" = 0 ] && kind_all_ready &&
+    ! kind_kubectl get nodes -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' | grep -q 'node.kubernetes.io/\(unreachable\|not-ready\)'
 }

@@ -28,7 +28,7 @@ ensure_policy_rc_d() {
 # docker.io, served to the pool's and kind's nodes as a file: apt source. Keyed by the versions, the hooks and
 # the repacking, so a change rebuilds it.
 build_local_apt_repo() {
-  local key; key=$(printf '%s\n' "$CONTAINERD_OLD" "$CONTAINERD_NEW" "$CONTAINERD_FAULTY" "$DOCKER_OLD" "$DOCKER_NEW" "$(declare -f repack_with_fault_hooks)" \
+  local key; key=$(printf '%s\n' "$CONTAINERD_OLD" "$CONTAINERD_NEW" "$CONTAINERD_FAULTY" "$DOCKER_OLD" "$DOCKER_NEW" "$(declare -f repack_with_fault_hooks repack_uncompressed)" \
     | cat - "$TB_ROOT/packages/fault-hooks.sh" | sha256sum | cut -c1-12)
   local repo="$TESTBED_CACHE/apt-repo-$key"
   if [ ! -f "$repo/Packages" ]; then
@@ -37,6 +37,7 @@ build_local_apt_repo() {
     apt-get download -qq "containerd=$CONTAINERD_OLD" "containerd=$CONTAINERD_NEW" runc "docker.io=$DOCKER_OLD" >/dev/null
     repack_with_fault_hooks "containerd_${CONTAINERD_NEW}_amd64.deb" containerd "$CONTAINERD_FAULTY" "$CONTAINERD_NEW"
     repack_with_fault_hooks "docker.io_${DOCKER_OLD}_amd64.deb" docker.io "$DOCKER_NEW" "$DOCKER_OLD"
+    for deb in *.deb; do repack_uncompressed "$deb"; done
     dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null
     cd - >/dev/null; rm -rf "$repo"; mv "$repo.tmp" "$repo"
   fi
@@ -58,6 +59,14 @@ repack_with_fault_hooks() { # DEB PACKAGE VERSION FROM_VERSION
   mv "$changelog.new" "$changelog"
   (cd "$d/pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$d/pkg/DEBIAN/md5sums"
   dpkg-deb -b -Zgzip "$d/pkg" "${2}_${3}_amd64.deb" >/dev/null
+  rm -rf "$d"
+}
+
+# The same package, its contents not compressed: the suite installs these hundreds of times, and unpacking xz was an
+# eighth of its CPU. dpkg reads either alike.
+repack_uncompressed() { # DEB
+  local d; d=$(mktemp -d)
+  dpkg-deb -R "$1" "$d/pkg" && dpkg-deb -b -Znone "$d/pkg" "$1" >/dev/null
   rm -rf "$d"
 }
 

@@ -94,7 +94,7 @@ start_pool_node() { # FLAVOUR INDEX
   local cfg; cfg=$(printf '%s\n' "$image" "$LOCAL_APT_REPO" "$TEXTFILE_DIR" "$(declare -f start_pool_node)" "$(cat "$etc"/*)" \
     "$(stat -c '%d:%i' "$etc" "$LOCAL_APT_REPO" "$TB_RUN/api" "$TEXTFILE_DIR")" | sha256sum | cut -c1-12)
   if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
-    $BED_DOCKER rm -f -v "$c" >/dev/null 2>&1 || true
+    remove_pool_container "$c"
     # A node replaced is a node new to the cluster: its old Node object (and its pods) go with it.
     kubectl delete node "$node" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   fi
@@ -140,9 +140,21 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES
   for c in $($BED_DOCKER ps -a --filter label=node-maint-testbed=pool --format '{{.Names}}'); do
     n=${c#"$POOL_PREFIX"}; f=${n%%-node-*}; i=${n##*-}
     if { [ "$f" = docker ] && [ "$i" -gt "$1" ]; } || { [ "$f" = containerd ] && [ "$i" -gt "$2" ]; }; then
-      $BED_DOCKER rm -f -v "$c" >/dev/null; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
+      remove_pool_container "$c"; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
     fi
   done
+}
+
+# A node container removed, even one that a SIGKILL cannot end: runc freezes a container's cgroup while it changes
+# it, and a runc killed meanwhile (a test kills the runtime mid-run) leaves it frozen, its processes deaf to signals.
+remove_pool_container() { # CONTAINER
+  $BED_DOCKER rm -f -v "$1" >/dev/null 2>&1 && return 0
+  local id; id=$($BED_DOCKER inspect -f '{{.Id}}' "$1" 2>/dev/null) || return 0
+  # cgroup v1's freezer, or v2's cgroup.freeze.
+  find /sys/fs/cgroup -path "*$id*" \( -name freezer.state -o -name cgroup.freeze \) 2>/dev/null | while read -r f; do
+    case "$f" in *freezer.state) [ "$(cat "$f")" = THAWED ] || echo THAWED > "$f" ;; *) echo 0 > "$f" ;; esac
+  done
+  $BED_DOCKER rm -f -v "$1" >/dev/null
 }
 
 node_ready_with_cidr() {
@@ -152,8 +164,8 @@ node_ready_with_cidr() {
 
 stop_pool() {
   if [ -S "$BED_DOCKER_SOCK" ] && $BED_DOCKER info >/dev/null 2>&1; then
-    local ids; ids=$($BED_DOCKER ps -aq --filter label=node-maint-testbed=pool)
-    [ -n "$ids" ] && $BED_DOCKER rm -f -v $ids >/dev/null
+    local c
+    for c in $($BED_DOCKER ps -aq --filter label=node-maint-testbed=pool); do remove_pool_container "$c"; done
   fi
   for f in "$TB_RUN"/pids/ssh-relay-*.pid; do [ -f "$f" ] && stop_bg "$(basename "$f" .pid)"; done
   stop_bg api-socket
