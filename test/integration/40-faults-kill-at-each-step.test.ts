@@ -1,24 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
 import { bed, upgradeNode } from './bed.js';
-import { expectServing, kubeletPid, lease, perNodeQueue, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
-import { useNodes } from './pool.js';
+import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
+import { onLeasedNode } from './pool.js';
 
 // SIGKILL of the runbook as each step starts (the ten boundaries after preflight), then the same command again: the
 // journal on the Lease makes the second process finish the first one's run. Steps done are not done again; after a
-// kill once kubelet is back (steps 9-11), the re-run disrupts nothing: no cordon, no kubelet stop, no teardown. The
-// cases go round two containerd and two docker nodes, one case at a time on each.
-const HOSTS = useNodes('containerd', 'docker', 'containerd', 'docker');
+// kill once kubelet is back (steps 9-11), the re-run disrupts nothing: no cordon, no kubelet stop, no teardown. Each
+// case on a node of its own, leased for the case, containerd and docker in turn.
 const BOUNDARIES = STEPS.slice(1).map((s, i) => ({ step: s.name, at: i + 1 }));
 const AFTER_KUBELET_IS_BACK = STEPS.findIndex((s) => s.name === 'start-kubelet') + 1;
 
 describe('SIGKILL at each step boundary, then the same command again', () => {
-  const queue = perNodeQueue();
-
-  it.concurrent.each(BOUNDARIES)('killed as $step starts: the re-run finishes the run, doing nothing twice', async ({ step, at }) => {
-    const t = HOSTS[(at - 1) % HOSTS.length]!;
-    await queue(t.name, async () => {
-      await t.reset();
+  it.concurrent.each(BOUNDARIES)('killed as $step starts: the re-run finishes the run, doing nothing twice', ({ step, at }) =>
+    onLeasedNode(at % 2 ? 'containerd' : 'docker', async (t) => {
       const version = bed().containerd.new;
       await upgradeKilledAt(t, version, stepLine(step));
       const killed = await lease(t.name);
@@ -43,14 +38,12 @@ describe('SIGKILL at each step boundary, then the same command again', () => {
       }
       expect(again.stderr).toContain('resuming the run on');
       await expectServing(t, version);
-    });
-  });
+    })(),
+  );
 
-  it.concurrent('the runtime put back behind the journal (a re-imaged host) before the proof: the re-run does not call it upgraded, it rolls back', async () => {
-    const t = HOSTS[0]!;
-    const { old, new: version } = bed().containerd;
-    await queue(t.name, async () => {
-      await t.reset();
+  it.concurrent('the runtime put back behind the journal (a re-imaged host) before the proof: the re-run does not call it upgraded, it rolls back',
+    onLeasedNode('containerd', async (t) => {
+      const { old, new: version } = bed().containerd;
       await upgradeKilledAt(t, version, stepLine('prove-node'));
       await t.sh(`systemctl stop containerd && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades --allow-change-held-packages containerd='${old}' >/dev/null && apt-mark hold containerd >/dev/null && systemctl start containerd`);
       const again = await upgradeNode(upgradeArgs(t, version));
@@ -58,6 +51,6 @@ describe('SIGKILL at each step boundary, then the same command again', () => {
       const r = report(again);
       expect(r.steps.find((s: any) => s.name === 'prove-node').error).toContain(`installed versions differ from the targets: containerd ${old} (want ${version})`);
       await expectServing(t, old);
-    });
-  });
+    }),
+  );
 });

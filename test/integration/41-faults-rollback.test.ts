@@ -1,28 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, nodeMaintEvents, upgradeNode } from './bed.js';
-import { expectServing, lease, perNodeQueue, report, setFault, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
+import { expectServing, lease, report, setFault, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
 import { pinnedDeployment } from './fixtures.js';
-import { useNamespace, useNodes } from './pool.js';
+import { onLeasedNode, useNamespace } from './pool.js';
 
 // Failures before the point of no return on docker nodes (cri-dockerd, kubenet, real apt, runtime packages held):
-// each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned. The cases go
-// round three docker nodes, one at a time on each, each from a reset node. (The proof's check of the runtime version
+// each is rolled back from the journal to the prior versions, held again, kubelet running, uncordoned. Each case on a
+// docker node of its own, leased for the case, from a reset node. (The proof's check of the runtime version
 // the node reports: test 48.)
-const NODES = useNodes('docker', 'docker', 'docker');
 const ns = useNamespace();
-const queue = perNodeQueue();
-let next = 0;
-/** Runs a case on the next docker node, once the cases before it there are done, from a reset node with a pod to drain. */
-const onNode = (fn: (t: Target) => Promise<void>) => {
-  const t = NODES[next++ % NODES.length]!;
-  return () =>
-    queue(t.name, async () => {
-      await kubectl('-n', ns.name, 'delete', 'deployment', `app-${t.name}`, '--ignore-not-found', '--wait=false');
-      await t.reset();
-      await pinnedDeployment(ns.name, `app-${t.name}`, t.name, 1);
-      await fn(t);
-    });
-};
+/** Runs a case on a docker node of its own, from a reset node with a pod to drain. */
+const onNode = (fn: (t: Target) => Promise<void>) =>
+  onLeasedNode('docker', async (t) => {
+    await kubectl('-n', ns.name, 'delete', 'deployment', `app-${t.name}`, '--ignore-not-found', '--wait=false');
+    await pinnedDeployment(ns.name, `app-${t.name}`, t.name, 1);
+    await fn(t);
+  });
 const steps = (r: any) => Object.fromEntries(r.steps.map((s: any) => [s.name, s.status]));
 const undone = (r: any) => r.rollback.map((x: any) => [x.step, x.status]);
 // What the rollback of a run that failed in upgrade-runtime undoes, newest first.
@@ -68,7 +61,8 @@ describe('failures before the point of no return are rolled back', () => {
 
   it.concurrent('kubelet failing to start after the upgrade: rolled back to the runtime it starts on', onNode(async (t) => {
     await setFault(t, 'kubelet-refuses-containerd', bed().containerd.faulty);
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
+    // A kubelet that never comes up is given up on after --ready-timeout (5 min by default).
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty, ['--ready-timeout', '90s']));
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
     expect(steps(r)['start-kubelet']).toBe('failed');

@@ -1,18 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { bed, upgradeNode, waitFor } from './bed.js';
-import { clearFault, containerdStatus, expectServing, FAULTS_DIR, perNodeQueue, report, setFault, upgradeArgs, type Target } from './faults.js';
+import { clearFault, containerdStatus, expectServing, FAULTS_DIR, report, setFault, upgradeArgs, type Target } from './faults.js';
 import { nodeFingerprint } from './fixtures.js';
-import { useNodes } from './pool.js';
+import { onLeasedNode } from './pool.js';
 
-// dpkg as it is on real nodes: held packages, a dpkg killed halfway, another apt holding the lock. The cases go round
-// two docker nodes, one at a time on each, each from a reset node.
-const NODES = useNodes('docker', 'docker');
-const queue = perNodeQueue();
-let next = 0;
-const onNode = (fn: (t: Target) => Promise<void>) => {
-  const t = NODES[next++ % NODES.length]!;
-  return () => queue(t.name, async () => (await t.reset(), await fn(t)));
-};
+// dpkg as it is on real nodes: held packages, a dpkg killed halfway, another apt holding the lock. Each case on a
+// docker node of its own, leased for the case, from a reset node.
+const onNode = (fn: (t: Target) => Promise<void>) => onLeasedNode('docker', fn);
 
 /** Holds dpkg's frontend lock on the node with fcntl, as apt and unattended-upgrades do, for this many seconds. */
 async function holdDpkgLock(t: Target, seconds: number): Promise<{ pid: number; release: () => Promise<unknown> }> {

@@ -1,31 +1,25 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { bed, upgradeNode, waitFor } from './bed.js';
 import { apiProxy, type ApiProxy } from './api-proxy.js';
-import { expectServing, lease, perNodeQueue, report, stepLine, upgradeArgs, type Target } from './faults.js';
-import { useNodes } from './pool.js';
+import { expectServing, lease, report, stepLine, upgradeArgs, type Target } from './faults.js';
+import { onLeasedNode } from './pool.js';
 
 // The API or the SSH session gone for a while, mid-run. The run reaches the apiserver through a proxy of the test's
 // own, which hangs (as a dead load balancer in front of the apiserver) or refuses: only this run loses the API, so
-// the other files' runs and kubelets go on. The cases go round two docker nodes, each from a reset node.
-const NODES = useNodes('docker', 'docker');
-const queue = perNodeQueue();
-let next = 0;
+// the other files' runs and kubelets go on. Each case on a docker node of its own, leased for the case, from a reset
+// node.
 const proxies: ApiProxy[] = [];
 afterAll(async () => {
   await Promise.all(proxies.map((p) => p.close()));
 });
 
 /** A case on the next node, with an API proxy of its own. */
-const onNode = (fn: (t: Target, api: ApiProxy) => Promise<void>) => {
-  const t = NODES[next++ % NODES.length]!;
-  return () =>
-    queue(t.name, async () => {
-      await t.reset();
-      const api = await apiProxy();
-      proxies.push(api);
-      await fn(t, api);
-    });
-};
+const onNode = (fn: (t: Target, api: ApiProxy) => Promise<void>) =>
+  onLeasedNode('docker', async (t) => {
+    const api = await apiProxy();
+    proxies.push(api);
+    await fn(t, api);
+  });
 
 /** The run's flags with its kubeconfig through the proxy. */
 const through = (api: ApiProxy, args: string[]) => args.map((a, i) => (args[i - 1] === '--kubeconfig' ? api.kubeconfig : a));

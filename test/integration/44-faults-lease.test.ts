@@ -1,36 +1,29 @@
 import { writeFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, upgradeNode, type CliResult } from './bed.js';
 import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
 import { holdPodOnNode, releaseHeldPod } from './fixtures.js';
-import { useNamespace, useNodes } from './pool.js';
+import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
 // The node's Lease as a fence: one run per node, judged by our own clock (client-go's leader election), and a run
-// that loses it stops changing the node at once.
-const [t] = useNodes('any');
+// that loses it stops changing the node at once. Each case on a node of its own, leased for the case.
 const ns = useNamespace();
-const LEASE = () => `node-maint-${t.name}`;
+const LEASE = (t: TestNode) => `node-maint-${t.name}`;
 const FOREIGN = 'node-maint/other-machine/4242/1';
 const HELD = 'held-lease';
 const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
-async function writeLease(holder: string | null, renewTime: string): Promise<void> {
-  const file = `/tmp/node-maint-lease-${process.pid}.json`;
-  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE(), namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
+async function writeLease(t: TestNode, holder: string | null, renewTime: string): Promise<void> {
+  const file = `/tmp/${LEASE(t)}-${process.pid}.json`;
+  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE(t), namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
   await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
 }
 
-const patchLease = (spec: Record<string, unknown>) => kubectl('-n', 'kube-system', 'patch', 'lease', LEASE(), '--type', 'merge', '-p', JSON.stringify({ spec }));
-const schedulable = async () => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
+const patchLease = (t: TestNode, spec: Record<string, unknown>) => kubectl('-n', 'kube-system', 'patch', 'lease', LEASE(t), '--type', 'merge', '-p', JSON.stringify({ spec }));
+const schedulable = async (t: TestNode) => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
 
 describe('the Lease', () => {
-  afterEach(async () => {
-    await releaseHeldPod(ns.name, HELD).catch(() => undefined);
-    await kubectl('-n', ns.name, 'delete', 'pod', '--all', '--ignore-not-found', '--wait=false');
-    await t.reset();
-  });
-
-  it('a second run on the node while the first holds the Lease: exit 9 at once, nothing changed; the first finishes', async () => {
+  it.concurrent('a second run on the node while the first holds the Lease: exit 9 at once, nothing changed; the first finishes', onLeasedNode('any', async (t) => {
     let second: Promise<CliResult> | undefined;
     const first = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
       onStderr: (text) => {
@@ -42,71 +35,79 @@ describe('the Lease', () => {
     expect(other.stderr).toMatch(/is being maintained by node-maint\/[^/]+\/\d+\//);
     expect(first.code, first.stderr).toBe(0);
     await expectServing(t, bed().containerd.new);
-  });
+  }));
 
-  it('a holder whose clock runs 60 s ahead and still renews: never taken over (exit 9), the node untouched', async () => {
+  it.concurrent('a holder whose clock runs 60 s ahead and still renews: never taken over (exit 9), the node untouched', onLeasedNode('any', async (t) => {
     const ahead = () => microTime(Date.now() + 60_000);
-    await writeLease(FOREIGN, ahead());
-    const renewing = setInterval(() => void patchLease({ renewTime: ahead() }).catch(() => undefined), 2_000);
+    await writeLease(t, FOREIGN, ahead());
+    const renewing = setInterval(() => void patchLease(t, { renewTime: ahead() }).catch(() => undefined), 2_000);
     const pid = await kubeletPid(t);
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
       expect(result.code, result.stderr).toBe(9);
-      expect(report(result).error.message).toContain(`is being maintained by ${FOREIGN} (Lease kube-system/${LEASE()} is being renewed)`);
+      expect(report(result).error.message).toContain(`is being maintained by ${FOREIGN} (Lease kube-system/${LEASE(t)} is being renewed)`);
     } finally {
       clearInterval(renewing);
     }
-    expect(await schedulable()).toBe(true);
+    expect(await schedulable(t)).toBe(true);
     expect(await kubeletPid(t)).toBe(pid);
     expect((await lease(t.name)).holder).toBe(FOREIGN);
-  });
+  }));
 
-  it('a Lease left by a dead run elsewhere: waited out for a lease duration by our clock, then taken over', async () => {
-    await writeLease(FOREIGN, microTime(Date.now()));
+  it.concurrent('a Lease left by a dead run elsewhere: waited out for a lease duration by our clock, then taken over', onLeasedNode('any', async (t) => {
+    await writeLease(t, FOREIGN, microTime(Date.now()));
     const started = Date.now();
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain(`taking over the Lease from ${FOREIGN}, which stopped renewing it`);
     expect(Date.now() - started).toBeGreaterThan(15_000);
     await expectServing(t, bed().containerd.new);
-  });
+  }));
 
-  it('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', async () => {
+  it.concurrent('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', onLeasedNode('any', async (t) => {
     // A pod held by a finalizer keeps the drain waiting until the run has seen the loss: the theft lands before the
     // next change, not during it (a command already under way when the Lease is taken still finishes).
     await holdPodOnNode(ns.name, HELD, t.name);
-    let stolen: Promise<unknown> | undefined;
-    let seen = false;
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
-      onStderr: (text) => {
-        if (!stolen && text.includes(stepLine('drain'))) stolen = patchLease({ holderIdentity: FOREIGN });
-        if (!seen && text.includes(`the Lease was taken by ${FOREIGN}: no further change to the node`)) {
-          seen = true;
-          void releaseHeldPod(ns.name, HELD);
-        }
-      },
-    });
-    await stolen;
-    expect(seen, result.stderr).toBe(true);
-    expect(result.code, result.stderr).toBe(16);
-    const r = report(result);
-    expect(r.result).toBe('lease-lost');
-    expect(r.rollback).toEqual([]);
-    // Whichever change came next after the loss was refused before it reached the node: kubelet still runs.
-    const next = r.steps.find((s: any) => s.status === 'failed');
-    expect(next.error).toContain(`the Lease was taken by ${FOREIGN}; this run stopped changing the node`);
-    expect(r.steps.slice(r.steps.indexOf(next) + 1).every((s: any) => s.status === 'not-run')).toBe(true);
-    expect(['drain', 'stop-kubelet']).toContain(next.name);
-    expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
-    const after = await lease(t.name);
-    expect(after.holder).toBe(FOREIGN);
-    expect(after.journal.status).toBe('running');
-
-    // The other run gives the Lease back without finishing: the journal is still this run's, and the same command ends it.
-    await patchLease({ holderIdentity: null });
-    const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
-    expect(again.code, again.stderr).toBe(0);
-    expect(report(again).mode).toBe('resume');
-    await expectServing(t, bed().containerd.new);
-  });
+    try {
+      await stolenMidDrain(t);
+    } finally {
+      await releaseHeldPod(ns.name, HELD).catch(() => undefined);
+    }
+  }));
 });
+
+async function stolenMidDrain(t: TestNode): Promise<void> {
+  let stolen: Promise<unknown> | undefined;
+  let seen = false;
+  const result = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
+    onStderr: (text) => {
+      if (!stolen && text.includes(stepLine('drain'))) stolen = patchLease(t, { holderIdentity: FOREIGN });
+      if (!seen && text.includes(`the Lease was taken by ${FOREIGN}: no further change to the node`)) {
+        seen = true;
+        void releaseHeldPod(ns.name, HELD);
+      }
+    },
+  });
+  await stolen;
+  expect(seen, result.stderr).toBe(true);
+  expect(result.code, result.stderr).toBe(16);
+  const r = report(result);
+  expect(r.result).toBe('lease-lost');
+  expect(r.rollback).toEqual([]);
+  // Whichever change came next after the loss was refused before it reached the node: kubelet still runs.
+  const next = r.steps.find((s: any) => s.status === 'failed');
+  expect(next.error).toContain(`the Lease was taken by ${FOREIGN}; this run stopped changing the node`);
+  expect(r.steps.slice(r.steps.indexOf(next) + 1).every((s: any) => s.status === 'not-run')).toBe(true);
+  expect(['drain', 'stop-kubelet']).toContain(next.name);
+  expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
+  const after = await lease(t.name);
+  expect(after.holder).toBe(FOREIGN);
+  expect(after.journal.status).toBe('running');
+
+  // The other run gives the Lease back without finishing: the journal is still this run's, and the same command ends it.
+  await patchLease(t, { holderIdentity: null });
+  const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+  expect(again.code, again.stderr).toBe(0);
+  expect(report(again).mode).toBe('resume');
+  await expectServing(t, bed().containerd.new);
+}

@@ -3,30 +3,23 @@ import { Cluster } from '../../src/cluster/api.js';
 import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
 import { applyObjects as apply, auditNode, bed, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
-import { expectServing, lease, perNodeQueue, report, stepLine, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
+import { expectServing, lease, report, stepLine, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
 import { holdPodOnNode, pinnedPodSpec, releaseHeldPod } from './fixtures.js';
-import { useNamespace, useNodes } from './pool.js';
+import { onLeasedNode, useNamespace } from './pool.js';
 
 // What preflight must find before anything changes (and again when a killed run resumes), and the checks that must
-// fail closed. On containerd nodes: each refusal is exit 10 (or 8, 15) with the node untouched. The cases go round
-// two nodes, one at a time on each, each from a reset node and with pods of its own (label node-maint-test=CASE).
-const NODES = useNodes('containerd', 'containerd');
+// fail closed. On containerd nodes: each refusal is exit 10 (or 8, 15) with the node untouched. Each case on a node of
+// its own, leased for the case, from a reset node and with pods of its own (label node-maint-test=NODE).
 const ns = useNamespace();
-const queue = perNodeQueue();
-let next = 0;
-const onNode = (fn: (t: Target) => Promise<void>) => {
-  const t = NODES[next++ % NODES.length]!;
-  return () =>
-    queue(t.name, async () => {
-      await t.reset();
-      try {
-        await fn(t);
-      } finally {
-        await releaseHeldPod(ns.name, `held-${t.name}`).catch(() => undefined);
-        await kubectl('-n', ns.name, 'delete', 'deployment,pdb,pod', '-l', `node-maint-test=${t.name}`, '--ignore-not-found', '--wait=false');
-      }
-    });
-};
+const onNode = (fn: (t: Target) => Promise<void>) =>
+  onLeasedNode('containerd', async (t) => {
+    try {
+      await fn(t);
+    } finally {
+      await releaseHeldPod(ns.name, `held-${t.name}`).catch(() => undefined);
+      await kubectl('-n', ns.name, 'delete', 'deployment,pdb,pod', '-l', `node-maint-test=${t.name}`, '--ignore-not-found', '--wait=false');
+    }
+  });
 const schedulable = async (t: Target) => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
 
 const pinned = (t: Target, name: string, grace: number) => ({

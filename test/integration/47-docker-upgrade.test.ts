@@ -1,20 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
-import { expectServing, perNodeQueue, report, setFault, type Target } from './faults.js';
-import { useNodes } from './pool.js';
+import { expectServing, report, setFault, type Target } from './faults.js';
+import { onLeasedNode } from './pool.js';
 import { configureBedFleet, newStack } from './pulumi.js';
 
 // The mission's main use: docker upgraded on a node where kubelet runs on cri-dockerd with kubenet. On docker nodes,
 // through the real apt and real systemd (docker.socket too): docker.io from Debian's version to the bed's repack of
 // it (a higher version, same binaries), held before and after; then a failing install of it rolled back to Debian's.
-// The cases go round two docker nodes, each from a reset node.
-const NODES = useNodes('docker', 'docker');
-const queue = perNodeQueue();
-let next = 0;
-const onNode = (fn: (t: Target) => Promise<void>) => {
-  const t = NODES[next++ % NODES.length]!;
-  return () => queue(t.name, async () => (await t.reset(), await fn(t)));
-};
+// Each case on a docker node of its own, leased for the case, from a reset node.
+const onNode = (fn: (t: Target) => Promise<void>) => onLeasedNode('docker', fn);
 const dockerArgs = (t: Target, version: string) => [t.name, '--to', `docker.io=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags];
 const dockerStatus = async (t: Target) => (await t.sh("dpkg-query -W -f='${Version} ${db:Status-Abbrev}' docker.io")).replace(/\n$/, '');
 // The file dockerd runs and the package owning it, as the runbook checks them after the install.

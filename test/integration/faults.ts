@@ -84,12 +84,3 @@ export async function expectServing(t: Target, version: string, options: { cordo
   });
 }
 
-/** One test at a time per node: fleet cases run side by side, each node's cases in turn. */
-export function perNodeQueue(): (node: string, fn: () => Promise<void>) => Promise<void> {
-  const tails = new Map<string, Promise<unknown>>();
-  return (node, fn) => {
-    const next = (tails.get(node) ?? Promise.resolve()).then(fn, fn);
-    tails.set(node, next.catch(() => undefined));
-    return next;
-  };
-}

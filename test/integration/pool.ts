@@ -48,7 +48,8 @@ const held = new Map<string, () => Promise<void>>();
  * removed when the process exits), beside a note of the file that holds it.
  */
 async function tryLease(name: string, holder: string): Promise<boolean> {
-  if (held.has(name)) return true;
+  // Held by another case of this file (onLeasedNode).
+  if (held.has(name)) return false;
   try {
     // One path per lease: proper-lockfile keeps its own state per locked path.
     const release = await lockfile.lock(join(leaseDir(), name), {
@@ -96,17 +97,25 @@ const kinds = (wanted: Wanted[]) => [...new Set(wanted.flatMap((w) => (w === 'an
  * it wants at once or nothing. So a file that needs four nodes is served in turn, files that need other kinds go on
  * meanwhile, and no two files hold parts of what the other waits for.
  */
+let queued = 0;
+/** The queue entries of this process's waiters, taken out when it exits. */
+const waiting = new Set<() => void>();
+process.once('exit', () => waiting.forEach((leave) => leave()));
+
 function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update: (wanted: Wanted[]) => void; leave: () => void } {
   const dir = join(leaseDir(), 'queue');
   mkdirSync(dir, { recursive: true });
-  const mine = `${String(Date.now()).padStart(15, '0')}-${process.pid}`;
+  const mine = `${String(Date.now()).padStart(15, '0')}-${process.pid}-${++queued}`;
   // Written whole and renamed into place: a reader never sees half an entry.
   const update = (wanted: Wanted[]) => {
     writeFileSync(join(dir, `.${mine}`), `${me} ${JSON.stringify(kinds(wanted))}\n`);
     renameSync(join(dir, `.${mine}`), join(dir, mine));
   };
-  const leave = () => rmSync(join(dir, mine), { force: true });
-  process.once('exit', leave);
+  const leave = () => {
+    rmSync(join(dir, mine), { force: true });
+    waiting.delete(leave);
+  };
+  waiting.add(leave);
   const head = () => {
     for (const f of readdirSync(dir).filter((f) => !f.startsWith('.')).sort()) {
       let entry: string;
@@ -127,10 +136,15 @@ function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update:
   return { head, update, leave };
 }
 
-/** Takes one thing of kind `want` that is free; its name, or undefined. 'any' takes the flavour with more free. */
-async function takeOne(want: Wanted, holder: string, taken: string[]): Promise<string | undefined> {
+/**
+ * Takes one thing of kind `want` that is free, of no kind in `barred`; its name, or undefined. 'any' takes the flavour
+ * with more free.
+ */
+async function takeOne(want: Wanted, holder: string, taken: string[], barred = new Set<string>()): Promise<string | undefined> {
+  if (barred.has(want)) return undefined;
   const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
-  const flavours: Flavour[] = want === 'any' ? (free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker']) : [want as Flavour];
+  const both: Flavour[] = free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker'];
+  const flavours = want === 'any' ? both.filter((f) => !barred.has(f)) : [want as Flavour];
   const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
   for (const c of candidates) if (!taken.includes(c) && (await tryLease(c, holder))) return c;
   return undefined;
@@ -155,11 +169,11 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
       // The oldest waiter keeps what it gets.
       for (const [i, w] of order.entries()) got[i] ??= await takeOne(w, holder, got.filter(Boolean) as string[]);
       queue.update(remaining());
-    } else if (!kinds(order).some((k) => head.wants.has(k))) {
-      // All at once or nothing, and nothing the oldest waiter still wants.
+    } else {
+      // All at once or nothing, and nothing of a kind the oldest waiter still wants ('any' of the other flavour).
       const taken: string[] = [];
       for (const w of order) {
-        const one = await takeOne(w, holder, taken);
+        const one = await takeOne(w, holder, taken, head.wants);
         if (!one) break;
         taken.push(one);
       }
@@ -254,6 +268,26 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
       },
     });
   return wanted.filter((w) => !w.startsWith('resource:')).map((_, i) => handle(i));
+}
+
+/**
+ * A case that needs a node only while it runs (an it.concurrent of a file with many cases): leases one of `wanted`, in
+ * turn with every file's leases, resets it, runs the case on it and frees it. A file's cases so spread over as many
+ * nodes as are free, and no node is held idle for a file's later cases.
+ */
+export function onLeasedNode(wanted: Flavour | 'any', fn: (t: TestNode) => Promise<void>): () => Promise<void> {
+  const file = callerFile();
+  return async () => {
+    const [name] = await leaseAll([wanted], file);
+    try {
+      const t = poolNode(name!, namespaceOf(file));
+      await t.reset();
+      await fn(t);
+    } finally {
+      await release(name!);
+      timeline('freed', file, [name!]);
+    }
+  };
 }
 
 /**
