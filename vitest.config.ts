@@ -21,7 +21,7 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     // Integration files run side by side, each on pool nodes it leases (test/integration/pool.ts); most of their time
     // is waiting (grace periods, apt, kubelet restarts), not CPU.
-    maxWorkers: 8,
+    maxWorkers: 6,
     projects: [
       // Beside the integration files' runs, a unit file's first import (the Pulumi SDK's) can take seconds on 2 cores.
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], testTimeout: 60_000 } },

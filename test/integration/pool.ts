@@ -98,6 +98,7 @@ const kinds = (wanted: Wanted[]) => [...new Set(wanted.flatMap((w) => (w === 'an
  * meanwhile, and no two files hold parts of what the other waits for.
  */
 let queued = 0;
+let lastSaid = 0;
 /** The queue entries of this process's waiters, taken out when it exits. */
 const waiting = new Set<() => void>();
 process.once('exit', () => waiting.forEach((leave) => leave()));
@@ -157,7 +158,6 @@ async function takeOne(want: Wanted, holder: string, taken: string[], barred = n
 async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
   mkdirSync(leaseDir(), { recursive: true });
   const t0 = Date.now();
-  let said = 0;
   const order = [...wanted.filter((w) => w !== 'any'), ...wanted.filter((w) => w === 'any')];
   const got: Array<string | undefined> = order.map(() => undefined);
   const remaining = () => order.filter((_, i) => !got[i]);
@@ -187,8 +187,9 @@ async function leaseAll(wanted: Wanted[], holder: string): Promise<string[]> {
       let any = order.indexOf('any');
       return wanted.map((w) => got[w === 'any' ? any++ : named++]!);
     }
-    if (Date.now() - said > 60_000) {
-      said = Date.now();
+    // Once a minute per file, however many of its cases wait.
+    if (Date.now() - lastSaid > 60_000) {
+      lastSaid = Date.now();
       const who = [...new Set(bed().nodes.map((n) => n.name).concat(wanted.filter((w) => w.startsWith('resource:'))))].map((n) => `${n}: ${holderOf(n) || 'free'}`);
       console.log(`${holder}: waiting ${Math.round((Date.now() - t0) / 1000)} s for ${wanted.join(', ')}, holding ${got.filter(Boolean).join(', ') || 'nothing'} (${who.join('; ')})`);
     }
@@ -279,15 +280,37 @@ export function onLeasedNode(wanted: Flavour | 'any', fn: (t: TestNode) => Promi
   const file = callerFile();
   return async () => {
     const [name] = await leaseAll([wanted], file);
+    const t = poolNode(name!, namespaceOf(file));
     try {
-      const t = poolNode(name!, namespaceOf(file));
       await t.reset();
       await fn(t);
     } finally {
+      // Else the next file's reset would find them, as another file's leftovers.
+      await removeOwnPods(t, namespaceOf(file)).catch((e) => console.log(`${file}: ${(e as Error).message}`));
       await release(name!);
       timeline('freed', file, [name!]);
     }
   };
+}
+
+/** A pod deleted, finalizers and all, and with it (withController) the Deployment, ReplicaSet or other that makes it. */
+async function removePod(pod: any, withController: boolean): Promise<void> {
+  const ns = ['-n', pod.metadata.namespace];
+  const owner = pod.metadata.ownerReferences?.find((o: any) => o.controller);
+  if (withController && owner) {
+    const rs = owner.kind === 'ReplicaSet' ? await kubectlJson('get', 'rs', ...ns, owner.name).catch(() => undefined) : undefined;
+    const top = rs?.metadata.ownerReferences?.find((o: any) => o.controller) ?? owner;
+    await kubectl(...ns, 'delete', top.kind.toLowerCase(), top.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
+  }
+  if (pod.metadata.finalizers?.length) await kubectl(...ns, 'patch', 'pod', pod.metadata.name, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+  await kubectl(...ns, 'delete', 'pod', pod.metadata.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
+}
+
+/** A case's own pods off its node before the node is freed for another file: their controllers too. */
+async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
+  const left = async () => (await kubectlJson('get', 'pods', '-n', namespace, '--field-selector', `spec.nodeName=${t.name}`)).items;
+  for (const pod of await left()) await removePod(pod, true);
+  await waitFor(async () => (await left()).length === 0, 180_000, `the pods of ${namespace} off ${t.name}`);
 }
 
 /**
@@ -338,16 +361,12 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     systemctl start ${units}`);
-  // What an earlier file left on the node (its run killed, or its cleanup failed, before its namespace went): the
-  // namespace of each such pod goes (so its controllers stop making the pod again); a pod of this file's own namespace
-  // (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself; finalizers and all.
+  // What an earlier file left on the node (its run killed, or its cleanup failed): the controller of each such pod goes
+  // (so it stops making the pod again), not its namespace (the file may still run, on other nodes); a pod of this
+  // file's own namespace (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself.
   for (const pod of (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items) {
-    const namespace: string = pod.metadata.namespace;
-    if (namespace === 'testbed-system') continue;
-    const ref = ['-n', namespace, 'pod', pod.metadata.name];
-    if (pod.metadata.finalizers?.length) await kubectl('patch', ...ref, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
-    if (['default', 'kube-system', ownNamespace].includes(namespace)) await kubectl('delete', ...ref, '--ignore-not-found', '--wait=false').catch(() => undefined);
-    else await kubectl('delete', 'namespace', namespace, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    if (pod.metadata.namespace === 'testbed-system') continue;
+    await removePod(pod, !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
   }
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
   for (const kind of ['blockaffinities', 'ipamblocks']) {
