@@ -33,6 +33,8 @@ export default defineConfig({
           globalSetup: ['test/integration/global-setup.ts'],
           fileParallelism: true,
           testTimeout: 1_800_000,
+          // A fault file's cases each lease a node (onLeasedNode): three at a time, so that 2 cores are not swamped.
+          maxConcurrency: 3,
           hookTimeout: 1_800_000,
         },
       },

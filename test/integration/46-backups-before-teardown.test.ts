@@ -32,9 +32,10 @@ describe('the teardown backs up what it replays and removes', () => {
     // run's teardown: the rest of the leaked entries the run replays.
     expect(cacheEntries.filter((entry) => replayed.includes(entry)).length, JSON.stringify({ cacheEntries, replayed })).toBeGreaterThan(0);
     const listed = await t.sh(`tar -tzf ${teardown}`);
-    // The leaked reservations (nothing but the runbook touches them) and the cache entries it replayed.
+    // The cache entries it replayed, and the leaked reservations kubelet had not freed itself meanwhile.
+    for (const file of replayed) expect(listed, file).toContain(file.slice(1));
     const leakedFiles = leakedIps.map((ip) => `/var/lib/cni/networks/kubenet/${ip}`);
-    for (const file of [...replayed, ...leakedFiles]) expect(listed, file).toContain(file.slice(1));
+    expect(leakedFiles.filter((file) => listed.includes(file.slice(1))).length, listed).toBeGreaterThan(0);
     await expectServing(t, bed().containerd.new);
   });
 });
