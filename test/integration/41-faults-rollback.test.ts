@@ -61,9 +61,9 @@ describe('failures before the point of no return are rolled back', () => {
 
   it.concurrent('kubelet failing to start after the upgrade: rolled back to the runtime it starts on', onNode(async (t) => {
     await setFault(t, 'kubelet-refuses-containerd', bed().containerd.faulty);
-    // A kubelet that never comes up is given up on after --ready-timeout (5 min by default); the rollback's kubelet has
-    // as long to post its first status, which on a loaded 2-core bed took more than 90 s.
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty, ['--ready-timeout', '180s']));
+    // The default --ready-timeout (300 s): the rollback's kubelet, whose Ready did not change, may post its status only
+    // at its 5-minute report (shorter timeouts failed here: see the session note on issue 16).
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
     expect(result.code, result.stderr).toBe(11);
     const r = report(result);
     expect(steps(r)['start-kubelet']).toBe('failed');

@@ -90,19 +90,19 @@ export type Wanted = Flavour | 'any' | `resource:${string}`;
 /** The kinds of things a request competes for: 'any' competes for both flavours. */
 const kinds = (wanted: Wanted[]) => [...new Set(wanted.flatMap((w) => (w === 'any' ? ['docker', 'containerd'] : [w])))];
 
-/**
- * The waiting line. Each waiting file has an entry (when it came, its PID and start time, the kinds it still wants);
- * entries of processes that are gone do not count. The oldest waiter may take what it wants piece by piece, as it
- * frees up, and hold it; no other waiter takes anything of a kind the oldest still wants, and each of them takes all
- * it wants at once or nothing. So a file that needs four nodes is served in turn, files that need other kinds go on
- * meanwhile, and no two files hold parts of what the other waits for.
- */
 let queued = 0;
 let lastSaid = 0;
 /** The queue entries of this process's waiters, taken out when it exits. */
 const waiting = new Set<() => void>();
 process.once('exit', () => waiting.forEach((leave) => leave()));
 
+/**
+ * The waiting line. Each waiter (a file, or one case of it) has an entry (when it came, its PID and start time, the
+ * kinds it still wants); entries of processes that are gone do not count. The oldest waiter may take what it wants
+ * piece by piece, as it frees up, and hold it; no other waiter takes anything of a kind the oldest still wants ('any'
+ * takes the other flavour), and each of them takes all it wants at once or nothing. So a file that needs four nodes is
+ * served in turn, waiters that need other kinds go on meanwhile, and no two hold parts of what the other waits for.
+ */
 function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update: (wanted: Wanted[]) => void; leave: () => void } {
   const dir = join(leaseDir(), 'queue');
   mkdirSync(dir, { recursive: true });
