@@ -217,9 +217,9 @@ seed_kind_workloads() {
 }
 
 # The test suite freezes the kind cluster while no test uses it (only the kind file does): its three nodes cost a
-# fifth of a core doing nothing. A frozen container keeps its state; its clocks jump when it thaws.
-# On a busy machine runc may fail to freeze a node whose tasks keep changing: tried again, and a node left running
-# only costs CPU, so that is said, not failed.
+# fifth of a core doing nothing. A frozen container keeps its state; its clocks jump when it thaws. On a busy machine
+# runc may fail to freeze a node whose tasks keep changing: tried again; a node left running only costs CPU, so that
+# is said, not failed.
 pause_kind_cluster() {
   local n try
   for n in $(kind get nodes --name "$KIND_CLUSTER" 2>/dev/null); do

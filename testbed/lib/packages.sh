@@ -62,8 +62,8 @@ repack_with_fault_hooks() { # DEB PACKAGE VERSION FROM_VERSION
   rm -rf "$d"
 }
 
-# The same package, its contents not compressed: the suite installs these hundreds of times, and unpacking xz was an
-# eighth of its CPU. dpkg reads either alike.
+# The same package, its contents not compressed: the suite installs these hundreds of times, and unpacking xz was a
+# tenth of its CPU. dpkg reads either alike.
 repack_uncompressed() { # DEB
   local d; d=$(mktemp -d)
   dpkg-deb -R "$1" "$d/pkg" && dpkg-deb -b -Znone "$d/pkg" "$1" >/dev/null
