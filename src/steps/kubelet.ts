@@ -10,10 +10,37 @@ async function kubeletActive(ctx: RunContext): Promise<boolean> {
   return parseUnitStates(await run(ctx.transport, unitStatesScript(['kubelet']))).get('kubelet') === true;
 }
 
-/** Starts kubelet; returns the node's clock (ms, whole seconds) just before, which kubelet stamps its heartbeats with. */
+/**
+ * Starts kubelet; returns when the kubelet that now runs started, by the node's clock (ms, whole seconds), which kubelet
+ * stamps its heartbeats with: just before the start, or earlier when the unit was already running (systemd's Restart=
+ * brought it back), since such a kubelet posts nothing new until its Ready changes or its 5-minute status report.
+ */
 async function startKubeletUnit(ctx: RunContext): Promise<number> {
-  const out = await run(ctx.transport, `date +%s && ${startUnitsScript(['kubelet'])}`, { timeoutMs: 120_000 });
-  return Number.parseInt(out.trim().split('\n')[0], 10) * 1000;
+  const pid = `$(${ownPidsScript('kubelet')} | head -n 1)`;
+  const out = await run(
+    ctx.transport,
+    `date +%s && ${startUnitsScript(['kubelet'])} && p=${pid} && [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") )) || true`,
+    { timeoutMs: 120_000 },
+  );
+  const [before, processStart] = out.trim().split('\n').map((l) => Number.parseInt(l, 10));
+  return Math.min(before, Number.isFinite(processStart) ? processStart : before) * 1000;
+}
+
+async function stopKubeletAndWait(ctx: RunContext): Promise<void> {
+  await run(ctx.transport, stopUnitsScript(['kubelet']), { timeoutMs: 120_000 });
+  await waitUntilKubeletGone(ctx);
+}
+
+/** The unit may report inactive while the process lingers; waits until no kubelet process is left. */
+async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
+  await waitUntil(
+    'kubelet to stop',
+    async () => {
+      const out = await run(ctx.transport, `${unitStatesScript(['kubelet'])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
+      return !parseUnitStates(out).get('kubelet') && !out.includes('running') ? true : 'still running';
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
 }
 
 async function startKubeletAndWait(ctx: RunContext): Promise<string> {
@@ -30,19 +57,11 @@ export const stopKubelet: Step = {
     return { actions: ['systemctl stop kubelet'], summary: 'will stop kubelet' };
   },
   async apply(ctx) {
-    await run(ctx.transport, stopUnitsScript(['kubelet']), { timeoutMs: 120_000 });
+    await stopKubeletAndWait(ctx);
     return 'kubelet stopped';
   },
   async verify(ctx) {
-    // The unit may report inactive while the process lingers; wait until no kubelet process is left.
-    await waitUntil(
-      'kubelet to stop',
-      async () => {
-        const out = await run(ctx.transport, `${unitStatesScript(['kubelet'])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
-        return !parseUnitStates(out).get('kubelet') && !out.includes('running') ? true : 'still running';
-      },
-      { timeoutMs: 30_000, intervalMs: 500 },
-    );
+    await waitUntilKubeletGone(ctx);
   },
   async rollback(ctx) {
     if (!ctx.journal.prior?.kubeletActive) return 'kubelet was not running before the run';
@@ -72,9 +91,11 @@ export const startKubelet: Step = {
     if (!podCidr(node) || !isReady(node)) throw new Error(`${ctx.options.node} is not Ready with a PodCIDR: ${readyMessage(node)}`);
   },
   async rollback(ctx) {
-    if (!(await kubeletActive(ctx))) return 'kubelet is not running';
-    await run(ctx.transport, stopUnitsScript(['kubelet']), { timeoutMs: 120_000 });
-    return 'kubelet stopped for the runtime rollback';
+    // Stopped whatever is-active says: a kubelet that fails to start is "activating" between systemd's restarts, and
+    // systemd would start it again in the middle of the runtime's reinstall.
+    const wasActive = await kubeletActive(ctx);
+    await stopKubeletAndWait(ctx);
+    return wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
   },
 };
 
