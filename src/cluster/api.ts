@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import pRetry from 'p-retry';
 import { RunbookError } from '../errors.js';
 
-type KubeConfig = import('@kubernetes/client-node').KubeConfig;
+type KubeConfig = import('./client-node.js').KubeConfig;
 
 export interface ClusterOptions {
   kubeconfig?: string;
@@ -58,7 +58,7 @@ export class Cluster {
   ) {}
 
   static async connect(options: ClusterOptions = {}): Promise<Cluster> {
-    const { KubeConfig } = await import('@kubernetes/client-node');
+    const { KubeConfig } = await import('./client-node.js');
     const kc = new KubeConfig();
     try {
       if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
