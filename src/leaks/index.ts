@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster } from '../cluster/api.js';
 import { getNode, podCidr } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
@@ -50,6 +51,19 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
     unverifiable: calico.error === undefined ? [] : [`Calico's IPAM could not be read (${calico.error}): its leaks and conflicts were not checked`],
   });
   return { report, state, podCidr: cidr };
+}
+
+/**
+ * The live audit until it is clean or the same finding has persisted for half a minute: a live kubelet may be between
+ * creating a sandbox and writing its checkpoint, or recreating DaemonSet sandboxes, when the node is read.
+ */
+export async function settledLiveAudit(input: LiveAuditInput, retries = 10, intervalMs = 3_000): Promise<AuditReport> {
+  let { report } = await auditLiveNode(input);
+  for (let i = 0; i < retries && report.verdict !== 'clean'; i++) {
+    await sleep(intervalMs);
+    ({ report } = await auditLiveNode({ ...input, state: undefined }));
+  }
+  return report;
 }
 
 export { auditNode } from './audit.js';

@@ -1,6 +1,6 @@
 import type { Cluster } from '../cluster/api.js';
 import { usageError } from '../errors.js';
-import { auditLiveNode } from '../leaks/index.js';
+import { settledLiveAudit } from '../leaks/index.js';
 import { command } from '../node/transport/quote.js';
 import { run, type Transport } from '../node/transport/types.js';
 import type { RunReport } from '../runbook/report.js';
@@ -40,7 +40,8 @@ export async function publishRunMetrics({ cluster, transport, report, dir, log }
   if (report.dryRun || report.result === 'lease-lost') return;
   try {
     await writeTextfile(transport, dir, RUN_TEXTFILE, await runMetrics(report));
-    const { report: audit } = await auditLiveNode({ cluster, transport, node: report.node });
+    // Settled as the run's own verify is: pods come back to the node just now, and a snapshot can catch one half made.
+    const audit = await settledLiveAudit({ cluster, transport, node: report.node });
     await writeTextfile(transport, dir, AUDIT_TEXTFILE, await auditMetrics(audit));
     log(`metrics written to ${dir}/${RUN_TEXTFILE} and ${AUDIT_TEXTFILE} (audit: ${audit.verdict})`);
   } catch (e) {

@@ -1,13 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RunbookError } from '../errors.js';
-import { auditLiveNode } from '../leaks/index.js';
+import { settledLiveAudit } from '../leaks/index.js';
 import { summarize, type AuditReport } from '../leaks/types.js';
 import type { RunContext } from '../runbook/step.js';
-
-async function audit(ctx: RunContext): Promise<AuditReport> {
-  const { report } = await auditLiveNode({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node });
-  return report;
-}
 
 /**
  * The leak audit once kubelet has settled (it may still be recreating DaemonSet sandboxes or collecting): a finding
@@ -15,11 +9,7 @@ async function audit(ctx: RunContext): Promise<AuditReport> {
  * that cannot be checked is never called clean.
  */
 export async function settledAudit(ctx: RunContext): Promise<AuditReport> {
-  let report = await audit(ctx);
-  for (let i = 0; i < 10 && report.verdict !== 'clean'; i++) {
-    await sleep(3_000);
-    report = await audit(ctx);
-  }
+  const report = await settledLiveAudit({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node });
   if (report.verdict === 'leaks') {
     throw new RunbookError('leaksFound', `${report.findings.length} leak(s) on ${ctx.options.node}: ${summarize(report, 5).top.join('; ')}`, { details: report });
   }
