@@ -239,7 +239,8 @@ async function nodeProcess(container: string): Promise<{ pid: number; id: string
   const { stdout } = await exec('docker', ['-H', bed().bedDockerHost, 'inspect', '-f', '{{.State.Pid}} {{.Id}} {{.Config.Hostname}} {{json .Config.Env}}', container]);
   const [pid, id, hostname, ...env] = stdout.trim().split(' ');
   if (pid === '0') throw new Error(`on ${container}: the container is not running`);
-  const found = { pid: Number(pid), id, env: [...(JSON.parse(env.join(' ')) as string[]), `HOSTNAME=${hostname}`, 'HOME=/root'] };
+  // As docker exec makes it: its default PATH unless the image sets one (the pool's does not: dpkg refuses to run without).
+  const found = { pid: Number(pid), id, env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...(JSON.parse(env.join(' ')) as string[]), `HOSTNAME=${hostname}`, 'HOME=/root'] };
   nodeProcesses.set(container, found);
   return found;
 }
