@@ -338,8 +338,31 @@ async function removePod(pod: any, withController: boolean): Promise<void> {
 /** A case's own pods off its node before the node is freed for another file: their controllers too. */
 async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
   const left = async () => (await kubectlJson('get', 'pods', '-n', namespace, '--field-selector', `spec.nodeName=${t.name}`)).items;
-  for (const pod of await left()) await removePod(pod, true);
-  await waitFor(async () => (await left()).length === 0, 180_000, `the pods of ${namespace} off ${t.name}`);
+  await waitFor(async () => {
+    const pods = await left();
+    // Each time round: a ReplicaSet not yet collected after its Deployment went makes a new pod for the one deleted.
+    for (const pod of pods) if (!pod.metadata.deletionTimestamp) await removePod(pod, true);
+    return pods.length === 0;
+  }, 180_000, `the pods of ${namespace} off ${t.name}`);
+}
+
+/**
+ * What an earlier file left on the node (its run killed, or its cleanup failed): the controller of each such pod goes
+ * (so it stops making the pod again), not its namespace (the file may still run, on other nodes); a pod of this
+ * file's own namespace (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself.
+ * Says whether the bed's node agent alone is left, running, and what is there.
+ */
+async function removeLeftoverPods(t: TestNode, ownNamespace: string): Promise<{ agentOnly: boolean; there: string }> {
+  const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
+  for (const pod of pods) {
+    if (pod.metadata.namespace === 'testbed-system' || (pod.metadata.deletionTimestamp && !pod.metadata.finalizers?.length)) continue;
+    await removePod(pod, !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
+  }
+  const [agent] = pods;
+  return {
+    agentOnly: pods.length === 1 && agent.metadata.namespace === 'testbed-system' && agent.status.phase === 'Running' && !agent.metadata.deletionTimestamp,
+    there: pods.map((p: any) => `${p.metadata.namespace}/${p.metadata.name} ${p.status.phase}${p.metadata.deletionTimestamp ? ' terminating' : ''}`).join(', '),
+  };
 }
 
 /**
@@ -390,13 +413,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     systemctl start ${units}`);
-  // What an earlier file left on the node (its run killed, or its cleanup failed): the controller of each such pod goes
-  // (so it stops making the pod again), not its namespace (the file may still run, on other nodes); a pod of this
-  // file's own namespace (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself.
-  for (const pod of (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items) {
-    if (pod.metadata.namespace === 'testbed-system') continue;
-    await removePod(pod, !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
-  }
+  await removeLeftoverPods(t, ownNamespace);
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
   for (const kind of ['blockaffinities', 'ipamblocks']) {
     for (const o of (await kubectlJson('get', `${kind}.crd.projectcalico.org`)).items) {
@@ -418,10 +435,15 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     const ready = n.status.conditions.find((c: any) => c.type === 'Ready');
     return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime ?? '') >= since && Boolean(n.spec.podCIDR);
   }, 180_000, `${t.name} Ready (posted by its running kubelet)`);
+  // Removed again while waiting: a controller not yet gone (its deletion is collected in the background) makes its pod anew.
+  let there = '';
   await waitFor(async () => {
-    const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
-    return pods.length === 1 && pods[0].metadata.namespace === 'testbed-system' && pods[0].status.phase === 'Running' && !pods[0].metadata.deletionTimestamp;
-  }, 240_000, `nothing on ${t.name} but the bed's node agent, running`);
+    const left = await removeLeftoverPods(t, ownNamespace);
+    there = left.there;
+    return left.agentOnly;
+  }, 240_000, `nothing on ${t.name} but the bed's node agent, running`).catch((e: Error) => {
+    throw new Error(`${e.message} (there: ${there || 'nothing'})`);
+  });
   // What kubelet's garbage collection would remove within a minute (dead sandboxes of replaced pods), removed now,
   // so that a test comparing the node before and after sees only its own doing.
   await waitFor(async () => {
