@@ -19,7 +19,8 @@ async function startKubeletUnit(ctx: RunContext): Promise<number> {
   const pid = `$(${ownPidsScript('kubelet')} | head -n 1)`;
   const out = await run(
     ctx.transport,
-    `date +%s && ${startUnitsScript(['kubelet'])} && p=${pid} && [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") )) || true`,
+    // The process's start in whole seconds, rounded down (etimes is rounded down, so one second is taken off).
+    `date +%s && ${startUnitsScript(['kubelet'])} && { p=${pid}; [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true; }`,
     { timeoutMs: 120_000 },
   );
   const [before, processStart] = out.trim().split('\n').map((l) => Number.parseInt(l, 10));
