@@ -335,9 +335,12 @@ async function removePod(pod: any, withController: boolean): Promise<void> {
   await kubectl(...ns, 'delete', 'pod', pod.metadata.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
 }
 
+const pinnedTo = (pod: any, node: string) => pod.spec.nodeSelector?.['kubernetes.io/hostname'] === node;
+
 /** A case's own pods off its node before the node is freed for another file: their controllers too. */
 async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
-  const left = async () => (await kubectlJson('get', 'pods', '-n', namespace, '--field-selector', `spec.nodeName=${t.name}`)).items;
+  // Pending ones too: a pod pinned to a node left cordoned is bound only once the next case uncordons it.
+  const left = async () => (await kubectlJson('get', 'pods', '-n', namespace)).items.filter((p: any) => p.spec.nodeName === t.name || pinnedTo(p, t.name));
   await waitFor(async () => {
     const pods = await left();
     // Each time round: a ReplicaSet not yet collected after its Deployment went makes a new pod for the one deleted.
@@ -349,14 +352,17 @@ async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
 /**
  * What an earlier file left on the node (its run killed, or its cleanup failed): the controller of each such pod goes
  * (so it stops making the pod again), not its namespace (the file may still run, on other nodes); a pod of this
- * file's own namespace (its earlier case's) or of the cluster's namespaces (a smoke pod of a killed run) goes itself.
+ * file's own namespace goes itself (with its controller when it is pinned to this node: an earlier case's), and so
+ * does one of the cluster's namespaces (a smoke pod of a killed run).
  * Says whether the bed's node agent alone is left, running, and what is there.
  */
 async function removeLeftoverPods(t: TestNode, ownNamespace: string): Promise<{ agentOnly: boolean; there: string }> {
   const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
   for (const pod of pods) {
     if (pod.metadata.namespace === 'testbed-system' || (pod.metadata.deletionTimestamp && !pod.metadata.finalizers?.length)) continue;
-    await removePod(pod, !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
+    // An earlier case's pod pinned here goes with its controller too: no case elsewhere uses it.
+    const earlierCase = pod.metadata.namespace === ownNamespace && pinnedTo(pod, t.name);
+    await removePod(pod, earlierCase || !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
   }
   const [agent] = pods;
   return {
