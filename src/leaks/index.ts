@@ -54,8 +54,8 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
 }
 
 /**
- * The live audit until it is clean or the same finding has persisted for half a minute: a live kubelet may be between
- * creating a sandbox and writing its checkpoint, or recreating DaemonSet sandboxes, when the node is read.
+ * The live audit, read again every few seconds until it is clean or the retries are spent (then the last read counts):
+ * a live kubelet may be between creating a sandbox and writing its checkpoint, or recreating DaemonSet sandboxes.
  */
 export async function settledLiveAudit(input: LiveAuditInput, retries = 10, intervalMs = 3_000): Promise<AuditReport> {
   let { report } = await auditLiveNode(input);

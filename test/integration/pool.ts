@@ -419,7 +419,6 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     systemctl start ${units}`);
-  await removeLeftoverPods(t, ownNamespace);
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
   for (const kind of ['blockaffinities', 'ipamblocks']) {
     for (const o of (await kubectlJson('get', `${kind}.crd.projectcalico.org`)).items) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/cluster/types.js';
 import type { RunContext } from '../../../src/runbook/step.js';
-import { waitUntilNodeReady } from '../../../src/steps/kubelet.js';
+import { startKubelet, waitUntilNodeReady } from '../../../src/steps/kubelet.js';
 
 // The sequence CI saw after `systemctl start kubelet`: the node still shows the Ready its kubelet posted before the
 // stop while the runtime network is already up; then the started kubelet's first status says NotReady (kubenet has
@@ -44,5 +44,30 @@ describe('waiting for the node after kubelet starts', () => {
     const k = startedKubelet(Date.now());
     await waitUntilNodeReady(k.ctx);
     expect(k.polls()).toBe(1);
+  });
+});
+
+describe('starting kubelet', () => {
+  const node = (heartbeat: number): Node => ({
+    metadata: { name: 'n1' },
+    spec: { podCIDR: '10.128.0.0/25' },
+    status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ok', lastHeartbeatTime: new Date(heartbeat * 1000).toISOString() }] },
+  });
+  const ctx = (startOutput: { code: number; stdout: string }, heartbeat: number) =>
+    ({
+      options: { node: 'n1', readyTimeoutSeconds: 2 },
+      cluster: { get: async () => node(heartbeat) },
+      transport: { target: 'test', exec: async (script: string) => (script.includes('systemctl start') ? { ...startOutput, stderr: 'Unit kubelet.service not found.' } : { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined },
+      progress: () => undefined,
+    }) as unknown as RunContext;
+  const plan = { actions: ['systemctl start kubelet'], summary: '' };
+
+  it('a start that fails fails the step (the start time read after it is no excuse)', async () => {
+    await expect(startKubelet.apply(ctx({ code: 1, stdout: '1000\n' }, 2000), plan)).rejects.toThrow(/not found/);
+  });
+
+  it('a kubelet systemd had already started is dated by its process: its Ready from before the start call counts', async () => {
+    // The start call at 1000 found kubelet running since 900 (Restart=); its Ready, posted at 950, is its own.
+    await expect(startKubelet.apply(ctx({ code: 0, stdout: '1000\n900\n' }, 950), plan)).resolves.toContain('Ready True');
   });
 });
