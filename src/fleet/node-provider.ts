@@ -1,6 +1,8 @@
 import * as fleet from './apply.js';
 import type { NodeBefore } from './gates/index.js';
-import type { NodeOutcome } from './notify.js';
+import { ExitCode, RunbookError } from '../errors.js';
+import { FleetRuns } from './fleet-run.js';
+import { nodeFailure, postMessage, type FleetMessage, type LaterNodes, type NodeOutcome } from './notify.js';
 import type { RunReport } from '../runbook/report.js';
 import { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
 
@@ -14,6 +16,8 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
   sshKey?: string;
   /** A Pulumi secret, like the SSH key: Slack-style URLs carry a token. */
   webhook?: string;
+  /** The nodes of the waves after this node's, named in the fleet's failure if this wave fails. */
+  later?: LaterNodes;
 };
 
 /** The side effects of a node's run, one seam for tests. */
@@ -24,37 +28,49 @@ export interface NodeRunDeps {
   markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
   afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void>;
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
+  notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
 }
 
-const REAL: NodeRunDeps = fleet;
+const REAL: NodeRunDeps = { ...fleet, notifyFleet: postMessage };
+const FLEET_RUNS = new FleetRuns();
 
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
-export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, log: (line: string) => void = (line) => console.error(line)) {
-  const { sshKey, observed, webhook, ...rest } = inputs;
+export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, log: (line: string) => void = (line) => console.error(line), runs: FleetRuns = FLEET_RUNS) {
+  const { sshKey, observed, webhook, later, ...rest } = inputs;
   void observed;
-  const tell = (outcome: Omit<NodeOutcome, 'node'>) => deps.notifyNodeEnd(webhook, rest, { node: inputs.node, ...outcome }, log);
-  const stop = async (result: string, message: string, extra: Partial<NodeOutcome> = {}): Promise<never> => {
-    await tell({ result, error: message, ...extra });
-    throw new Error(message);
+  const fleetName = rest.fleet ?? 'fleet';
+  runs.started(fleetName, inputs.node);
+  // Every end of the node is told once: the node's message, then the fleet's failure if this was the last node running.
+  const tell = async (outcome: Omit<NodeOutcome, 'node'>) => {
+    await deps.notifyNodeEnd(webhook, rest, { node: inputs.node, ...outcome }, log);
+    const { result, error, exitCode } = outcome;
+    const end = result === SKIPPED_RESULT ? { result, reason: error } : { result, ...(error !== undefined ? { error, ...(exitCode !== undefined ? { exitCode } : {}) } : {}) };
+    const fleetFailed = runs.ended(fleetName, inputs.node, end, later ?? { names: [], count: 0 });
+    if (fleetFailed) await deps.notifyFleet(webhook, fleetFailed, (line) => log(`[${inputs.node}] ${line}`));
+  };
+  const stop = async (outcome: Omit<NodeOutcome, 'node'> & { error: string }): Promise<never> => {
+    await tell(outcome);
+    throw new Error(nodeFailure({ node: inputs.node, ...outcome }));
   };
   // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
   // waves after it.
-  const holds = await deps.fleetHolds(rest, new Date());
-  if (holds.length > 0) await stop('not-started', `${inputs.node}: not started: ${holds.join('; ')}`);
-  const before = await deps.beforeFleetNode(rest, log).catch((e: Error) => stop('not-started', e.message));
+  const holds = await deps.fleetHolds(rest, new Date()).catch((e: Error) => stop({ result: 'not-started', error: `could not check the window and the pause: ${e.message}` }));
+  if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
+  const before = await deps.beforeFleetNode(rest, log).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
   const started = Date.now();
-  const report = await deps.upgradeFleetNode(rest, sshKey, log);
+  // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
+  const report = await deps.upgradeFleetNode(rest, sshKey, log).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));
   // An undrainable node, left as it was, is passed by when the operator said so; every other failure stops the fleet.
   const undrainable = report.exitCode !== 0 && inputs.undrainable === 'skip' ? undrainableReason(report) : undefined;
   if (undrainable !== undefined) {
-    await deps.markSkipped(rest, report.runId, undrainable, log);
+    await deps.markSkipped(rest, report.runId, undrainable, log).catch((e: Error) => stop({ result: 'failed', error: `undrainable, and could not be marked skipped: ${e.message}`, runId: report.runId }));
     log(`[${inputs.node}] skipped (undrainable, left as it was): ${undrainable}`);
   } else if (report.exitCode !== 0) {
     const rolled = report.rollback.map((r) => `${r.step} ${r.status}`).join(', ');
-    await stop(report.result, `${inputs.node}: ${report.result} (exit ${report.exitCode}): ${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, { exitCode: report.exitCode, runId: report.runId });
+    await stop({ result: report.result, error: `${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, exitCode: report.exitCode, runId: report.runId });
   }
   // Whatever the run did to the node, the next wave waits until it and its workloads are back.
-  await deps.afterFleetNode(rest, before, log).catch((e: Error) => stop('gate-failed', e.message, { runId: report.runId }));
+  await deps.afterFleetNode(rest, before, log).catch((e: Error) => stop({ result: 'gate-failed', error: e.message, runId: report.runId }));
   const outs = {
     node: inputs.node,
     targets: inputs.targets,
@@ -79,11 +95,12 @@ export async function check(_olds: ProviderInputs, news: ProviderInputs) {
   return { inputs: news, failures };
 }
 
-export async function diff(_id: string, olds: ProviderInputs & { versionsAfter?: Record<string, string> }, news: ProviderInputs) {
+export async function diff(_id: string, olds: ProviderInputs, news: ProviderInputs) {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
   const replaces = olds.node === news.node ? [] : ['node'];
-  const current = news.observed ?? olds.versionsAfter;
-  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || !same(current, news.targets);
+  // The program refuses a node it cannot read; a node without observed versions is never taken as done from the
+  // state (that said "unchanged" for a node nobody had looked at): it runs, and its runbook reads it for real.
+  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets);
   return { changes, replaces, deleteBeforeReplace: true };
 }
 

@@ -3,7 +3,7 @@ import pRetry from 'p-retry';
 // Notifications for people: a JSON message to a webhook (Slack-compatible: its `text` is the message) at the fleet's
 // start, at each node's end and at the fleet's end. A webhook that cannot be reached is said in the log; it never
 // stops or fails maintenance.
-export type FleetEvent = 'fleet-started' | 'node-finished' | 'node-failed' | 'node-skipped' | 'node-held' | 'fleet-finished';
+export type FleetEvent = 'fleet-started' | 'node-finished' | 'node-failed' | 'node-skipped' | 'node-held' | 'fleet-finished' | 'fleet-failed';
 
 export interface FleetMessage {
   text: string;
@@ -39,26 +39,64 @@ export interface NodeOutcome {
   error?: string;
 }
 
+/** A reason without the node's name in front: errors thrown for Pulumi name their node, the message names it once. */
+export function withoutNode(node: string, reason: string): string {
+  return reason.startsWith(`${node}: `) ? reason.slice(node.length + 2) : reason;
+}
+
+/** "a: rolled-back (exit 11): why" (the error a failed node throws, and its message's text); "not-started" reads "not started". */
+export function nodeFailure(o: NodeOutcome): string {
+  const exit = o.exitCode !== undefined ? ` (exit ${o.exitCode})` : '';
+  return `${o.node}: ${o.result === 'not-started' ? 'not started' : o.result}${exit}: ${withoutNode(o.node, o.error ?? 'no reason given')}`;
+}
+
 export function nodeEnded(fleet: string, o: NodeOutcome): FleetMessage {
   const event: FleetEvent = o.result === 'skipped-undrainable' ? 'node-skipped' : o.result === 'not-started' ? 'node-held' : o.error !== undefined ? 'node-failed' : 'node-finished';
   const took = o.durationMs !== undefined ? ` in ${Math.round(o.durationMs / 1000)}s` : '';
   const what =
     event === 'node-finished'
-      ? `${o.result}${o.versionsBefore && o.versionsAfter ? ` (${pairs(o.versionsBefore)} -> ${pairs(o.versionsAfter)})` : ''}${took}`
+      ? `${o.node}: ${o.result}${o.versionsBefore && o.versionsAfter ? ` (${pairs(o.versionsBefore)} -> ${pairs(o.versionsAfter)})` : ''}${took}`
       : event === 'node-skipped'
-        ? `skipped as undrainable, left as it was: ${o.error ?? ''}`
+        ? `${o.node}: skipped as undrainable, left as it was: ${o.error ?? ''}`
         : event === 'node-held'
-          ? `${o.error}`
-          : `${o.result}${o.exitCode !== undefined ? ` (exit ${o.exitCode})` : ''}: ${o.error}; the fleet stops after this wave`;
-  return { event, fleet, text: `node-maint ${fleet}: ${o.node}: ${what}`, ...o };
+          ? nodeFailure(o)
+          : `${nodeFailure(o)}; the fleet stops after this wave`;
+  return { event, fleet, text: `node-maint ${fleet}: ${what}`, ...o, ...(o.error !== undefined ? { error: withoutNode(o.node, o.error) } : {}) };
 }
 
-export function fleetFinished(fleet: string, results: Record<string, string>, skipped: Record<string, string>): FleetMessage {
+/** What became of one node in this `pulumi up`: its result, or why it failed, or that it never started. */
+export interface NodeEnd {
+  result: string;
+  error?: string;
+  exitCode?: number;
+  /** Why a node skipped as undrainable was passed by. */
+  reason?: string;
+}
+
+/** Nodes of later waves, which never start once a wave failed: some names (all of a small fleet) and how many. */
+export interface LaterNodes {
+  names: string[];
+  count: number;
+}
+
+/** The fleet's end: every node's fate; "fleet-failed" when a node failed or the later waves never started, with why. */
+export function fleetEnded(fleet: string, ends: Record<string, NodeEnd>, skipped: Record<string, string>, later: LaterNodes = { names: [], count: 0 }): FleetMessage {
   const counts = new Map<string, number>();
-  for (const r of Object.values(results)) counts.set(r, (counts.get(r) ?? 0) + 1);
+  for (const e of Object.values(ends)) counts.set(e.result, (counts.get(e.result) ?? 0) + 1);
+  if (later.count > 0) counts.set('not-started', (counts.get('not-started') ?? 0) + later.count);
   const summary = [...counts].map(([r, n]) => `${n} ${r}`).join(', ');
   const skips = Object.keys(skipped).length > 0 ? `; skipped: ${Object.entries(skipped).map(([n, why]) => `${n} (${why})`).join('; ')}` : '';
-  return { event: 'fleet-finished', fleet, text: `node-maint ${fleet}: finished: ${summary || 'no node'}${skips}`, results, skipped };
+  const failed = Object.entries(ends).filter(([, e]) => e.error !== undefined);
+  const results = { ...Object.fromEntries(Object.entries(ends).map(([n, e]) => [n, e.result])), ...Object.fromEntries(later.names.map((n) => [n, 'not-started'])) };
+  if (failed.length === 0 && later.count === 0) return { event: 'fleet-finished', fleet, text: `node-maint ${fleet}: finished: ${summary || 'no node'}${skips}`, results, skipped };
+  const more = later.count > later.names.length ? ` and ${later.count - later.names.length} more` : '';
+  const why = [...failed.map(([node, e]) => nodeFailure({ node, ...e })), ...(later.count > 0 ? [`not started, the fleet stopped: ${later.names.join(', ')}${more}`] : [])].join('; ');
+  return { event: 'fleet-failed', fleet, text: `node-maint ${fleet}: failed: ${summary}${skips}; ${why}`, results, skipped, errors: Object.fromEntries(failed.map(([n, e]) => [n, withoutNode(n, e.error!)])), notStarted: later.count };
+}
+
+/** A fleet refused before any node: nodes whose versions could not be read (the program plans nothing then). */
+export function fleetNotObserved(fleet: string, unread: string[], total: number): FleetMessage {
+  return { event: 'fleet-failed', fleet, text: `node-maint ${fleet}: failed before any node changed: cannot observe ${unread.length} of ${total} node(s): ${unread.join('; ')}`, unobserved: unread };
 }
 
 /** Posts the message; says in the log when the webhook did not take it (after 3 tries), and never throws. */

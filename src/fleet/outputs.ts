@@ -1,5 +1,5 @@
 import * as pulumi from '@pulumi/pulumi';
-import { fleetFinished, postMessage } from './notify.js';
+import { fleetEnded, postMessage } from './notify.js';
 import type { NodeRuntimeUpgrade } from './resource.js';
 import { SKIPPED_RESULT } from './undrainable.js';
 
@@ -20,7 +20,7 @@ export function skippedNodes(resources: Record<string, NodeRuntimeUpgrade>): pul
 export function fleetEnd(resources: Record<string, NodeRuntimeUpgrade>, skipped: pulumi.Output<Record<string, string>>, { fleet, webhook }: { fleet: string; webhook?: string }): pulumi.Output<Record<string, string>> {
   const results = pulumi.all(Object.fromEntries(Object.entries(resources).map(([name, r]) => [name, r.result])));
   return pulumi.all([results, skipped]).apply(async ([byNode, passed]) => {
-    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetFinished(fleet, byNode as Record<string, string>, passed), (l) => pulumi.log.warn(l));
+    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetEnded(fleet, Object.fromEntries(Object.entries(byNode as Record<string, string>).map(([n, result]) => [n, { result }])), passed), (l) => pulumi.log.warn(l));
     return byNode as Record<string, string>;
   });
 }

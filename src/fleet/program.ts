@@ -7,7 +7,7 @@ import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
-import { fleetStarted, postMessage } from './notify.js';
+import { fleetNotObserved, fleetStarted, postMessage, type LaterNodes } from './notify.js';
 import { fleetEnd, skippedNodes } from './outputs.js';
 import { NodeRuntimeUpgrade } from './resource.js';
 import { planFleetWaves } from './waves.js';
@@ -102,6 +102,25 @@ async function logHolds(cluster: Cluster, config: FleetConfig, now: Date): Promi
   pulumi.log.info(paused ? `\`pulumi up\` starts no node: ${paused}` : `not paused (no ConfigMap ${config.leaseNamespace}/node-maint-pause)`);
 }
 
+/** A node whose versions could not be read is never planned as "unchanged" from the state: preview and up stop,
+ * naming it and why; `up` tells the webhook the fleet failed before any node changed. */
+async function refuseUnobserved(nodes: Node[], observed: Array<Record<string, string> | string>, config: FleetConfig, fleet: string): Promise<void> {
+  const unread = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [`${n.metadata.name} (${observed[i]})`] : []));
+  if (unread.length === 0) return;
+  const noKey = !config.sshKey && nodes.some((n) => !config.dockerExec?.containers[n.metadata.name]);
+  const hint = noKey ? '; no SSH key is set: `pulumi config set --secret node-maint:sshKey < KEY`, or list the nodes in dockerExec.containers' : '';
+  if (!pulumi.runtime.isDryRun()) await postMessage(config.webhook, fleetNotObserved(fleet, unread, nodes.length), (l) => pulumi.log.warn(l));
+  throw new pulumi.RunError(`cannot observe ${unread.length} of ${nodes.length} node(s), so no node is planned or changed: ${unread.join('; ')}${hint}`);
+}
+
+/** For each wave, the nodes of the waves after it (up to 20 names), which never start if it fails. */
+function laterNodes(waves: string[][]): LaterNodes[] {
+  return waves.map((_, w) => {
+    const after = waves.slice(w + 1).flat();
+    return { names: after.slice(0, 20), count: after.length };
+  });
+}
+
 const atTargets = (seen: Record<string, string> | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen[p] === v);
 
 export default async function program() {
@@ -116,6 +135,7 @@ export default async function program() {
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
+  await refuseUnobserved(nodes, observed, config, `${pulumi.getProject()}/${pulumi.getStack()}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
   const pods = (await cluster.get<List<Pod>>('/api/v1/pods')).items;
@@ -136,6 +156,7 @@ export default async function program() {
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
   const g = config.gates;
   const timeout = `${60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60)}m`;
+  const later = laterNodes(waveNames.map((w) => w.filter((n) => changing.includes(n))));
   let previous: NodeRuntimeUpgrade[] = [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
   for (const [w, wave] of waves.entries()) {
@@ -159,6 +180,7 @@ export default async function program() {
           soakSeconds: w < waves.length - 1 ? config.gates.soakSeconds : 0,
           hooks: config.hooks,
           fleet,
+          later: later[w]!,
           ...(config.metrics ? { textfileDir: config.metrics.textfileDir } : {}),
           ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
           ...(typeof seen === 'object' ? { observed: seen } : {}),
@@ -173,7 +195,8 @@ export default async function program() {
   return {
     waves: waveNames,
     skipped,
-    // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes.
+    // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes. A
+    // failed node ends the program (the engine stops it), so a failed fleet's end is told by the provider instead.
     finished: fleetEnd(resources, skipped, { fleet, webhook: changing.length > 0 ? config.webhook : undefined }),
     nodes: Object.fromEntries(
       Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),

@@ -1,12 +1,15 @@
 import * as pulumi from '@pulumi/pulumi';
 import { nodeUpgradeProvider } from './provider.js';
 import type { NodeUpgradeInputs } from './apply.js';
+import type { LaterNodes } from './notify.js';
 
 export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   /** Installed versions the program saw when it planned. */
   observed?: Record<string, string>;
   sshKey?: pulumi.Input<string>;
   webhook?: pulumi.Input<string>;
+  /** The nodes of later waves, named in the fleet's failure. */
+  later?: LaterNodes;
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.

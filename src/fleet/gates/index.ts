@@ -44,7 +44,7 @@ export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000 }: Gate
   try {
     await waitUntil(`no firing alert before ${node} starts`, check, { timeoutMs: gate.holdTimeoutSeconds * 1000, intervalMs: pollMs, onChange: (seen) => log(`[${node}] ${seen}`) });
   } catch (e) {
-    throw new GateError(`${node}: not started, the fleet stops here: ${(e as Error).message} (gates.alerts.holdTimeout ${gate.holdTimeoutSeconds}s)`);
+    throw new GateError(`the fleet stops here: ${(e as Error).message} (gates.alerts.holdTimeout ${gate.holdTimeoutSeconds}s)`);
   }
 }
 
@@ -72,7 +72,7 @@ export async function waitUntilBack({ cluster, node, gates, log, pollMs = 2_000 
     await waitUntil(`the workloads that had pods on ${node} to be back`, async () => notBack(targets, await readWorkloads(cluster, targets)).join('; ') || true, { timeoutMs: remaining(), intervalMs: pollMs, onChange });
     log(`[${node}] back: Ready${before.schedulable ? ', schedulable' : ''}, ${targets.length === 0 ? 'no workload had pods on it' : `${targets.map(workloadName).join(', ')} available again`}`);
   } catch (e) {
-    throw new GateError(`${node}: upgraded, but the fleet stops here: ${(e as Error).message} (gates.workloadsTimeout ${gates.workloadsTimeoutSeconds}s)`);
+    throw new GateError(`upgraded, but the fleet stops here: ${(e as Error).message} (gates.workloadsTimeout ${gates.workloadsTimeoutSeconds}s)`);
   }
   if (soakSeconds > 0) {
     log(`[${node}] soaking ${soakSeconds}s before the next wave`);

@@ -41,6 +41,7 @@ export class SshTransport implements Transport {
 
   static async connect(options: SshOptions): Promise<SshTransport> {
     const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
+    if (options.privateKey === undefined && options.privateKeyPath === undefined) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
     const [privateKey, knownHosts] = await Promise.all([
       options.privateKey !== undefined
         ? Promise.resolve(Buffer.from(options.privateKey))

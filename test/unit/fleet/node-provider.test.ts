@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { check, diff, runNode, type NodeRunDeps } from '../../../src/fleet/node-provider.js';
 import type { RunReport } from '../../../src/runbook/report.js';
+import { RunbookError } from '../../../src/errors.js';
+import { FleetRuns } from '../../../src/fleet/fleet-run.js';
 
 /** Deps that record what the node's run asked for, in order; the run ends as `ended` says. */
-function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string } = {}) {
+function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after, unreachable }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string; unreachable?: string } = {}) {
   const calls: string[] = [];
   const deps: NodeRunDeps = {
     fleetHolds: async () => holds,
@@ -14,6 +16,7 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
     },
     upgradeFleetNode: async (i) => {
       calls.push(`upgrade ${i.node}`);
+      if (unreachable) throw new RunbookError('unreachable', unreachable);
       return { runId: 'r', result: 'upgraded', exitCode: 0, versions: { before: {}, target: {}, after: {} }, steps: [], rollback: [], durationMs: 1, ...ended } as unknown as RunReport;
     },
     markSkipped: async (i, runId, reason) => void calls.push(`marked ${i.node} ${runId}: ${reason}`),
@@ -21,20 +24,24 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
       calls.push(`after ${i.node} ${b.schedulable}`);
       if (after) throw new Error(after);
     },
-    notifyNodeEnd: async (webhook, _i, o) => void calls.push(`notify ${webhook ?? 'none'} ${o.result}${o.error ? `: ${o.error}` : ''}`),
+    notifyNodeEnd: async (webhook, _i, o) => void calls.push(`notify ${webhook ?? 'none'} ${o.result}${o.exitCode !== undefined ? ` (exit ${o.exitCode})` : ''}${o.error ? `: ${o.error}` : ''}`),
+    notifyFleet: async (_webhook, m) => void calls.push(`fleet ${m.event}: ${m.text}`),
   };
   return { deps, calls };
 }
 
 const inputs = { node: 'n', targets: { containerd: '2' }, leaseNamespace: 'kube-system', maintenanceWindow: { schedule: '0 22 * * 6', durationMinutes: 240, timeZone: 'UTC' } } as never;
 const quiet = () => undefined;
-const run = (deps: NodeRunDeps, extra: object = {}) => runNode({ ...(inputs as object), ...extra } as never, deps, quiet);
+const run = (deps: NodeRunDeps, extra: object = {}, runs = new FleetRuns()) => runNode({ ...(inputs as object), ...extra } as never, deps, quiet, runs);
 
 describe("a fleet node's run in the provider", () => {
   it('a node held by the window or a pause fails before its upgrade starts, with every reason, and the webhook is told', async () => {
     const { deps, calls } = fakeDeps({ holds: ['outside the maintenance window', 'paused by ConfigMap kube-system/node-maint-pause'] });
-    await expect(run(deps)).rejects.toThrow('n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause');
-    expect(calls).toEqual(['notify none not-started: n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause']);
+    await expect(run(deps, { fleet: 'p/s', later: { names: ['m'], count: 1 } })).rejects.toThrow('n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause');
+    expect(calls).toEqual([
+      'notify none not-started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause',
+      'fleet fleet-failed: node-maint p/s: failed: 2 not-started; n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause; not started, the fleet stopped: m',
+    ]);
   });
 
   it('a node not held is upgraded between its gates, and its end is told to the webhook', async () => {
@@ -44,12 +51,12 @@ describe("a fleet node's run in the provider", () => {
   });
 
   it('a gate before the node (alerts) stops it unstarted; a gate after it (workloads) stops the fleet with the node done', async () => {
-    const held = fakeDeps({ before: 'n: not started, the fleet stops here: held by firing alert(s): NodeDown' });
-    await expect(run(held.deps)).rejects.toThrow('held by firing alert(s): NodeDown');
-    expect(held.calls).toEqual(['before n', 'notify none not-started: n: not started, the fleet stops here: held by firing alert(s): NodeDown']);
-    const slow = fakeDeps({ after: 'n: upgraded, but the fleet stops here: demo/web 1/2' });
-    await expect(run(slow.deps)).rejects.toThrow('demo/web 1/2');
-    expect(slow.calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify none gate-failed: n: upgraded, but the fleet stops here: demo/web 1/2']);
+    const held = fakeDeps({ before: 'the fleet stops here: held by firing alert(s): NodeDown' });
+    await expect(run(held.deps)).rejects.toThrow('n: not started: the fleet stops here: held by firing alert(s): NodeDown');
+    expect(held.calls).toEqual(['before n', 'notify none not-started: the fleet stops here: held by firing alert(s): NodeDown', 'fleet fleet-failed: node-maint fleet: failed: 1 not-started; n: not started: the fleet stops here: held by firing alert(s): NodeDown']);
+    const slow = fakeDeps({ after: 'upgraded, but the fleet stops here: demo/web 1/2' });
+    await expect(run(slow.deps)).rejects.toThrow('n: gate-failed: upgraded, but the fleet stops here: demo/web 1/2');
+    expect(slow.calls.slice(0, 4)).toEqual(['before n', 'upgrade n', 'after n true', 'notify none gate-failed: upgraded, but the fleet stops here: demo/web 1/2']);
   });
 
   it('an undrainable node fails the fleet by default; with undrainable: skip it is marked and passed by', async () => {
@@ -61,6 +68,30 @@ describe("a fleet node's run in the provider", () => {
     // Any other failure still stops the fleet.
     const broken = fakeDeps({ ended: { exitCode: 12, result: 'rollback-failed', error: { code: 'internal', message: 'kubelet did not start' } } });
     await expect(run(broken.deps, { undrainable: 'skip' })).rejects.toThrow('n: rollback-failed (exit 12)');
+  });
+
+  it('a node its transport cannot reach fails with the exit code the runbook gives it, and the fleet is told it failed', async () => {
+    const { deps, calls } = fakeDeps({ unreachable: 'docker exec tb-n: Cannot connect to the Docker daemon' });
+    await expect(run(deps, { fleet: 'p/s' })).rejects.toThrow('n: failed (exit 5): docker exec tb-n: Cannot connect to the Docker daemon');
+    expect(calls.slice(2)).toEqual(['notify none failed (exit 5): docker exec tb-n: Cannot connect to the Docker daemon', 'fleet fleet-failed: node-maint p/s: failed: 1 failed; n: failed (exit 5): docker exec tb-n: Cannot connect to the Docker daemon']);
+  });
+
+  it('a failed wave tells the fleet\'s failure once, when its last running node has ended, with what became of each', async () => {
+    const runs = new FleetRuns();
+    const failing = fakeDeps({ ended: { exitCode: 11, result: 'rolled-back', error: { code: 'internal', message: 'kubelet did not start' } } as Partial<RunReport> });
+    const fine = fakeDeps();
+    let finish!: () => void;
+    const slowAfter = { ...fine.deps, afterFleetNode: () => new Promise<void>((r) => (finish = r)) };
+    const later = { names: ['c', 'd'], count: 3 };
+    const second = runNode({ ...(inputs as object), node: 'b', fleet: 'p/s', later } as never, slowAfter, quiet, runs);
+    await expect(runNode({ ...(inputs as object), node: 'a', fleet: 'p/s', later } as never, failing.deps, quiet, runs)).rejects.toThrow('a: rolled-back (exit 11): kubelet did not start');
+    expect(failing.calls.filter((c) => c.startsWith('fleet'))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 10));
+    finish();
+    await second;
+    expect(fine.calls.filter((c) => c.startsWith('fleet'))).toEqual([
+      'fleet fleet-failed: node-maint p/s: failed: 1 rolled-back, 1 upgraded, 3 not-started; a: rolled-back (exit 11): kubelet did not start; not started, the fleet stopped: c, d and 1 more',
+    ]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { fleetFinished, fleetStarted, nodeEnded, postMessage } from '../../../src/fleet/notify.js';
+import { fleetEnded, fleetStarted, nodeEnded, postMessage } from '../../../src/fleet/notify.js';
 
 describe('fleet messages', () => {
   it('say what happened in their Slack-compatible text, with the facts as fields', () => {
@@ -15,8 +15,17 @@ describe('fleet messages', () => {
     });
     expect(nodeEnded('f', { node: 'a', result: 'rolled-back', exitCode: 11, error: 'a: rolled-back (exit 11): kubelet did not start' })).toMatchObject({ event: 'node-failed', text: expect.stringMatching(/the fleet stops after this wave$/) });
     expect(nodeEnded('f', { node: 'a', result: 'skipped-undrainable', error: 'budget ledger' }).event).toBe('node-skipped');
-    expect(nodeEnded('f', { node: 'a', result: 'not-started', error: 'a: not started: paused' })).toMatchObject({ event: 'node-held', text: 'node-maint f: a: a: not started: paused' });
-    expect(fleetFinished('f', { a: 'upgraded', b: 'upgraded', c: 'skipped-undrainable' }, { c: 'budget ledger' }).text).toBe('node-maint f: finished: 2 upgraded, 1 skipped-undrainable; skipped: c (budget ledger)');
+    // The node is named once, whether or not the reason came with its name in front.
+    expect(nodeEnded('f', { node: 'a', result: 'not-started', error: 'a: paused' })).toMatchObject({ event: 'node-held', text: 'node-maint f: a: not started: paused', error: 'paused' });
+    expect(nodeEnded('f', { node: 'a', result: 'rolled-back', exitCode: 11, error: 'kubelet did not start' }).text).toBe('node-maint f: a: rolled-back (exit 11): kubelet did not start; the fleet stops after this wave');
+    const ok = { result: 'upgraded' };
+    expect(fleetEnded('f', { a: ok, b: ok, c: { result: 'skipped-undrainable' } }, { c: 'budget ledger' })).toMatchObject({ event: 'fleet-finished', text: 'node-maint f: finished: 2 upgraded, 1 skipped-undrainable; skipped: c (budget ledger)' });
+    expect(fleetEnded('f', { a: ok, b: { result: 'failed', error: 'b: host down' } }, {}, { names: ['c'], count: 1 })).toMatchObject({
+      event: 'fleet-failed',
+      text: 'node-maint f: failed: 1 upgraded, 1 failed, 1 not-started; b: failed: host down; not started, the fleet stopped: c',
+      results: { a: 'upgraded', b: 'failed', c: 'not-started' },
+      errors: { b: 'host down' },
+    });
   });
 });
 
@@ -41,7 +50,7 @@ describe('posting to the webhook', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const log: string[] = [];
     try {
-      const message = fleetFinished('f', { a: 'upgraded' }, {});
+      const message = fleetEnded('f', { a: { result: 'upgraded' } }, {});
       await postMessage(`${url}/hook`, message, (l) => log.push(l));
       await postMessage(`${url}/broken`, message, (l) => log.push(l));
     } finally {
