@@ -1,4 +1,5 @@
 import type { RunEvent } from './events.js';
+import { statusLabel } from './report.js';
 
 // The live display: one line per step as it starts and ends, indented progress lines under it. stderr, so stdout
 // carries only the report (or the JSON).
@@ -18,7 +19,7 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
         } else if (e.phase === 'failed') {
           write(`[${String(index).padStart(2)}/${total}] FAILED after ${(e.durationMs / 1000).toFixed(1)}s: ${e.error}`);
         } else {
-          const label = { done: 'done', planned: 'planned', 'nothing-to-do': 'nothing to do', 'done-earlier': 'done earlier, not again' }[e.phase];
+          const label = e.phase === 'done-earlier' ? 'done earlier, not again' : statusLabel(e.step, e.phase);
           write(`[${String(index).padStart(2)}/${total}] ${label} in ${(e.durationMs / 1000).toFixed(1)}s: ${e.summary}`);
         }
         break;

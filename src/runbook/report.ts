@@ -62,6 +62,11 @@ const MARK: Record<StepReport['status'], string> = {
   'done-earlier': 'done earlier',
 };
 
+/** How a step's end reads: preflight only looks, so when it changes nothing it "checked" (never "nothing to do"). */
+export function statusLabel(step: string, status: StepReport['status']): string {
+  return step === 'preflight' && status === 'nothing-to-do' ? 'checked' : MARK[status];
+}
+
 export function renderReport(report: RunReport): string {
   const lines: string[] = [];
   const title = report.dryRun ? 'Dry run (nothing changed)' : 'Run';
@@ -75,7 +80,7 @@ export function renderReport(report: RunReport): string {
   lines.push('Packages:', ...versions);
   lines.push('Steps:');
   for (const s of report.steps) {
-    lines.push(`  ${s.name.padEnd(20)} ${MARK[s.status].padEnd(14)} ${(s.durationMs / 1000).toFixed(1).padStart(6)}s  ${s.summary}`);
+    lines.push(`  ${s.name.padEnd(20)} ${statusLabel(s.name, s.status).padEnd(14)} ${(s.durationMs / 1000).toFixed(1).padStart(6)}s  ${s.summary}`);
     for (const a of s.status === 'planned' ? s.actions : []) lines.push(`      - ${a}`);
     if (s.error) lines.push(`      error: ${s.error}`);
   }

@@ -1,11 +1,10 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, bed, kubectl, kubectlJson, sh, waitFor } from './bed.js';
 import { deployment } from './fixtures.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { waitForAlert } from './prometheus.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
+import { webhookReceiver } from './webhook.js';
 
 // Gates between waves, through a real `pulumi up` of two fleet hosts, one per wave: a real Prometheus alert holds the
 // second wave (it is raised by the first node's after-uncordon hook: a textfile metric node-exporter serves and the
@@ -16,25 +15,6 @@ const ns = useNamespace();
 const HOLD = () => `${bed().textfileDir}/node_maint_test_hold.prom`;
 const setHold = (v: 0 | 1) => sh(`printf 'node_maint_test_hold ${v}\\n' > ${HOLD()}`);
 const FLEET_TEXTFILES = '/var/lib/node-maint-test-textfile';
-
-interface Message {
-  event: string;
-  node?: string;
-  text: string;
-}
-
-function webhookReceiver(): Promise<{ server: Server; url: string; messages: Message[] }> {
-  const messages: Message[] = [];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      messages.push(JSON.parse(body) as Message);
-      res.writeHead(200).end('ok');
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, messages })));
-}
 
 /** At the old containerd, schedulable, and no run holds its Lease (a rolled-back run leaves the Lease released). */
 const untouched = async (node: TestNode) => {
@@ -81,10 +61,13 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     await stack.set('gates', gates('10s'));
     const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(up.code).not.toBe(0);
-    expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: not started, the fleet stops here: timed out after 10s waiting for no firing alert before ${FIRST.name} starts: held by firing alert\\(s\\): NodeMaintTestHold\\{[^}]*severity=critical[^}]*\\}`));
+    expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: not started: the fleet stops here: timed out after 10s waiting for no firing alert before ${FIRST.name} starts: held by firing alert\\(s\\): NodeMaintTestHold\\{[^}]*severity=critical[^}]*\\}`));
     await untouched(FIRST);
     await untouched(SECOND);
-    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-held ${FIRST.name}`]);
+    // The fleet that started ends with a message saying what became of each node.
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-held ${FIRST.name}`, 'fleet-failed ']);
+    expect(hook.messages[2]).toMatchObject({ results: { [FIRST.name]: 'not-started', [SECOND.name]: 'not-started' } });
+    expect(hook.messages[2]!.text).toContain(`; not started, the fleet stopped: ${SECOND.name}`);
   });
 
   it('a failing before-drain hook rolls its node back and stops the fleet; the webhook is told', async () => {
@@ -98,8 +81,10 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: rolled-back \\(exit 11\\): hook --hook-before-drain failed on ${FIRST.name} \\(exit 3\\):[\\s\\S]*change freeze`));
     await untouched(FIRST);
     await untouched(SECOND);
-    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-failed ${FIRST.name}`]);
-    expect(hook.messages[1]!.text).toMatch(/the fleet stops after this wave$/);
+    expect(hook.messages.map((m) => `${m.event} ${m.node ?? ''}`)).toEqual(['fleet-started ', `node-failed ${FIRST.name}`, 'fleet-failed ']);
+    // The node named once, then what happened and why.
+    expect(hook.messages[1]!.text).toMatch(new RegExp(`^node-maint node-maint/gates: ${FIRST.name}: rolled-back \\(exit 11\\): hook --hook-before-drain failed on ${FIRST.name} .*the fleet stops after this wave$`, 's'));
+    expect(hook.messages[2]).toMatchObject({ results: { [FIRST.name]: 'rolled-back', [SECOND.name]: 'not-started' } });
   });
 
   it('holds the second wave while the alert fires, and starts it once the first node\'s workloads are back and the wave soaked', async () => {

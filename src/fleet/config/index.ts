@@ -110,6 +110,8 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   const dockerRaw = get('dockerExec');
   if (dockerRaw !== undefined && !isRecord(dockerRaw)) throw new ConfigError('dockerExec', 'must be an object');
   if (dockerRaw) only('dockerExec', dockerRaw, ['dockerHost', 'containers']);
+  // Without it every node would go over SSH, which a docker exec stack has no key for.
+  if (dockerRaw && dockerRaw.containers === undefined) throw new ConfigError('dockerExec.containers', 'is missing: a map of node name to container name (nodes not in it are reached over SSH)');
 
   const drainRaw = get('drain') ?? {};
   if (!isRecord(drainRaw)) throw new ConfigError('drain', 'must be an object');

@@ -33,6 +33,7 @@ describe('fleet stack config', () => {
     [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
     [{ 'node-maint:allowControlPlane': '"yes"' }, /node-maint:allowControlPlane: must be true or false/],
+    [{ 'node-maint:dockerExec': '{"dockerHost":"unix:///run/docker.sock"}' }, /node-maint:dockerExec.containers: is missing: a map of node name to container name/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });
