@@ -3,7 +3,8 @@
 # test cluster's (.ci/run): the runbook's dry run through docker exec on every worker, then `pulumi preview` of the
 # same upgrade; then a check that neither changed anything (versions, cordons, Leases).
 # Usage: runbooks/kind-dry-run.sh CLUSTER PACKAGE=VERSION
-# Needs kind, docker, kubectl, pulumi and npx on PATH; KUBECONFIG the cluster's; DOCKER_HOST if not the default daemon.
+# Needs kind, docker, kubectl, pulumi, jq and npx on PATH, and the built program (npm run build); KUBECONFIG the
+# cluster's; DOCKER_HOST if not the default daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 2 ] || { sed -n 5,6p "$0" | sed 's/^# //' >&2; exit 2; }
@@ -30,13 +31,15 @@ npx zx runbooks/dry-run-fleet.mjs "${workers[@]}" --to "$target" --docker-host "
 
 echo "== pulumi preview through docker exec"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/state"
+# A scratch project (Pulumi.yaml, the built program linked): the stack file and the state never touch the checkout.
+mkdir -p "$tmp/project" "$tmp/state"
+cp Pulumi.yaml "$tmp/project/"
+ln -s "$PWD/dist" "$PWD/node_modules" "$tmp/project/"
+cd "$tmp/project"
 export PULUMI_HOME="$tmp/home" PULUMI_BACKEND_URL="file://$tmp/state" PULUMI_CONFIG_PASSPHRASE=kind-dry-run \
   PULUMI_SKIP_UPDATE_CHECK=true PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
-stack=kind-dry-run config="$tmp/Pulumi.kind-dry-run.yaml"
+stack=kind-dry-run config="$tmp/project/Pulumi.kind-dry-run.yaml"
 pulumi stack init "$stack" --non-interactive >/dev/null
-# stack init writes the stack's settings beside Pulumi.yaml: they go to the scratch dir, the checkout stays clean.
-[ -f "Pulumi.$stack.yaml" ] && mv "Pulumi.$stack.yaml" "$config"
 set_config() { printf '%s' "$2" | pulumi config set --config-file "$config" "node-maint:$1" >/dev/null; }
 set_config nodes "$(printf '%s\n' "${workers[@]}" | jq -R . | jq -sc .)"
 set_config targets "$(jq -nc --arg p "$package" --arg v "${target#*=}" '{($p): $v}')"
