@@ -15,7 +15,7 @@ export interface ClusterOptions {
 
 /** An API error with the status code and the Status reason, e.g. 429 TooManyRequests from a PDB-refused eviction. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly reason: string, message: string) {
+  constructor(readonly status: number, readonly reason: string, message: string, readonly retryAfterMs?: number) {
     super(message);
     this.name = 'ApiError';
   }
@@ -27,6 +27,20 @@ export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 
 /** The API did not answer, or answered that it cannot now: worth asking again. 429 is not here: it has meanings. */
 export const isTransient = (e: unknown) =>
   (e instanceof RunbookError && e.code === 'unreachable') || (e instanceof ApiError && [500, 502, 503, 504].includes(e.status));
+
+/**
+ * A 429 that means "later" (API Priority and Fairness, max-in-flight): any 429 but an eviction's, which is a
+ * PodDisruptionBudget's answer that the drain handles itself.
+ */
+export const isThrottled = (e: unknown, path: string) => e instanceof ApiError && e.status === 429 && !/\/eviction$/.test(new URL(path, 'http://x').pathname);
+
+/** Retry-After, in seconds or as an HTTP date, in ms; undefined when absent or unreadable. */
+export function retryAfterMs(header: string | undefined, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
 
 export interface RequestOptionsEx {
   /** Off for callers that keep their own time, such as the Lease renewal. */
@@ -95,16 +109,31 @@ export class Cluster {
     const once = () => this.send<T>(method, path, body, contentType, options.timeoutMs ?? this.timeoutMs);
     if (options.retry === false) return once();
     const started = Date.now();
-    return pRetry(once, {
+    const left = () => this.toleranceMs - (Date.now() - started);
+    const where = `${method} ${new URL(path, this.server).pathname}`;
+    const said = (attempt: number) => attempt === 1 || attempt % 5 === 0;
+    // A throttled request is asked again when the server says (APF sends Retry-After), with no backoff of our own.
+    const unthrottled = () =>
+      pRetry(once, {
+        retries: Number.POSITIVE_INFINITY,
+        minTimeout: 0,
+        maxRetryTime: Math.max(0, left()),
+        shouldRetry: ({ error }) => isThrottled(error, path) && left() > 0,
+        onFailedAttempt: async ({ error, attemptNumber }) => {
+          if (!isThrottled(error, path)) return;
+          const wait = Math.min((error as ApiError).retryAfterMs ?? 1_000, Math.max(0, left()));
+          if (said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API is throttling ${where} (429 ${error.message.split(': 429 ')[1] ?? ''}); asking again after ${Math.round(wait / 1000)}s (Retry-After), for up to ${Math.round(left() / 1000)}s`);
+          await new Promise((r) => setTimeout(r, wait));
+        },
+      });
+    return pRetry(unthrottled, {
       retries: Number.POSITIVE_INFINITY,
       minTimeout: 1_000,
       maxTimeout: 5_000,
       maxRetryTime: this.toleranceMs,
       shouldRetry: ({ error }) => isTransient(error),
       onFailedAttempt: ({ error, attemptNumber }) => {
-        if (isTransient(error) && (attemptNumber === 1 || attemptNumber % 5 === 0)) {
-          this.hooks.onRetry?.(`the Kubernetes API did not answer ${method} ${new URL(path, this.server).pathname} (${error.message}); retrying for up to ${Math.round((this.toleranceMs - (Date.now() - started)) / 1000)}s`);
-        }
+        if (isTransient(error) && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
       },
     });
   }
@@ -190,7 +219,8 @@ export class Cluster {
           } catch {
             // not a Status object
           }
-          reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`));
+          const after = res.headers['retry-after'];
+          reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`, retryAfterMs(Array.isArray(after) ? after[0] : after)));
         });
         res.on('error', (cause) => reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} broke off its answer`, { cause })));
       });
