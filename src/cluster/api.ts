@@ -15,24 +15,28 @@ export interface ClusterOptions {
 
 /** An API error with the status code and the Status reason, e.g. 429 TooManyRequests from a PDB-refused eviction. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly reason: string, message: string, readonly retryAfterMs?: number) {
+  /**
+   * A 429 that means "later" (API Priority and Fairness, max-in-flight): any 429 but an eviction's, which is a
+   * PodDisruptionBudget's answer that the drain handles itself.
+   */
+  readonly throttled: boolean;
+  constructor(readonly status: number, readonly reason: string, message: string, options: { path?: string; retryAfterMs?: number } = {}) {
     super(message);
     this.name = 'ApiError';
+    this.throttled = status === 429 && !/\/eviction$/.test(options.path ?? '');
+    this.retryAfterMs = options.retryAfterMs;
   }
+  readonly retryAfterMs?: number;
 }
 
 export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
 export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 409;
 
-/** The API did not answer, or answered that it cannot now: worth asking again. 429 is not here: it has meanings. */
-export const isTransient = (e: unknown) =>
-  (e instanceof RunbookError && e.code === 'unreachable') || (e instanceof ApiError && [500, 502, 503, 504].includes(e.status));
+export const isThrottled = (e: unknown) => e instanceof ApiError && e.throttled;
 
-/**
- * A 429 that means "later" (API Priority and Fairness, max-in-flight): any 429 but an eviction's, which is a
- * PodDisruptionBudget's answer that the drain handles itself.
- */
-export const isThrottled = (e: unknown, path: string) => e instanceof ApiError && e.status === 429 && !/\/eviction$/.test(new URL(path, 'http://x').pathname);
+/** The API did not answer, or answered that it cannot now (5xx, or throttled): worth asking again. An eviction's 429 is not. */
+export const isTransient = (e: unknown) =>
+  (e instanceof RunbookError && e.code === 'unreachable') || (e instanceof ApiError && ([500, 502, 503, 504].includes(e.status) || e.throttled));
 
 /** Retry-After, in seconds or as an HTTP date, in ms; undefined when absent or unreadable. */
 export function retryAfterMs(header: string | undefined, now = Date.now()): number | undefined {
@@ -118,9 +122,9 @@ export class Cluster {
         retries: Number.POSITIVE_INFINITY,
         minTimeout: 0,
         maxRetryTime: Math.max(0, left()),
-        shouldRetry: ({ error }) => isThrottled(error, path) && left() > 0,
+        shouldRetry: ({ error }) => isThrottled(error) && left() > 0,
         onFailedAttempt: async ({ error, attemptNumber }) => {
-          if (!isThrottled(error, path)) return;
+          if (!isThrottled(error)) return;
           const wait = Math.min((error as ApiError).retryAfterMs ?? 1_000, Math.max(0, left()));
           if (said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API is throttling ${where} (429 ${error.message.split(': 429 ')[1] ?? ''}); asking again after ${Math.round(wait / 1000)}s (Retry-After), for up to ${Math.round(left() / 1000)}s`);
           await new Promise((r) => setTimeout(r, wait));
@@ -133,7 +137,7 @@ export class Cluster {
       maxRetryTime: this.toleranceMs,
       shouldRetry: ({ error }) => isTransient(error),
       onFailedAttempt: ({ error, attemptNumber }) => {
-        if (isTransient(error) && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
+        if (isTransient(error) && !isThrottled(error) && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
       },
     });
   }
@@ -220,7 +224,7 @@ export class Cluster {
             // not a Status object
           }
           const after = res.headers['retry-after'];
-          reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`, retryAfterMs(Array.isArray(after) ? after[0] : after)));
+          reject(new ApiError(status, reason, `${method} ${url.pathname}: ${status} ${message}`, { path: url.pathname, retryAfterMs: retryAfterMs(Array.isArray(after) ? after[0] : after) }));
         });
         res.on('error', (cause) => reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} broke off its answer`, { cause })));
       });
