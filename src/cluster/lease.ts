@@ -79,11 +79,11 @@ export function isLiveLocalHolder(holder: string): boolean {
 /** What identifies one state of the holder's record: any renewal changes it. */
 export const leaseRecord = (lease: Lease | undefined) => (lease ? `${lease.spec.holderIdentity ?? ''}|${lease.spec.renewTime ?? ''}|${lease.metadata.resourceVersion ?? ''}` : 'none');
 
-export type HolderVerdict = 'free' | 'ours' | 'held' | 'alive' | 'abandoned';
+export type HolderVerdict = 'free' | 'ours' | 'held' | 'alive' | 'abandoned' | 'fenced';
 
 /**
  * client-go's rule, by our own clock only: a Lease held by someone else is abandoned when its record has not changed
- * for a lease duration since we first saw it in that state. The holder's renewTime is never compared with our clock,
+ * for its holder's lease duration since we first saw it in that state ('fenced' when that is longer than ours). The holder's renewTime is never compared with our clock,
  * so a holder whose clock runs ahead is not taken over while it still renews.
  */
 export function judgeHolder(
@@ -98,8 +98,12 @@ export function judgeHolder(
   if (holder === me) return 'ours';
   if (isDeadLocalHolder(holder)) return 'abandoned';
   if (isLiveLocalHolder(holder)) return 'alive';
+  // The holder's own duration counts, as in client-go; one longer than a run waits (an operator fencing the node by
+  // hand) is not waited out.
+  const declared = lease.spec.leaseDurationSeconds ?? durationSeconds;
+  if (declared > durationSeconds) return 'fenced';
   if (!firstSeen || firstSeen.record !== leaseRecord(lease)) return firstSeen ? 'alive' : 'held';
-  return nowMs - firstSeen.atMs >= durationSeconds * 1000 ? 'abandoned' : 'held';
+  return nowMs - firstSeen.atMs >= declared * 1000 ? 'abandoned' : 'held';
 }
 
 export function takenSpec(existing: Lease | undefined, me: string, durationSeconds: number): Lease['spec'] {

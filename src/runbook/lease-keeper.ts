@@ -62,6 +62,11 @@ export class LeaseKeeper {
         });
         const verdict = judgeHolder(lease, holder, firstSeen, Date.now(), durationSeconds);
         if (verdict === 'alive') throw new RunbookError('locked', `node ${node} is being maintained by ${lease!.spec.holderIdentity} (Lease ${name} is being renewed)`);
+        if (verdict === 'fenced') {
+          const declared = lease!.spec.leaseDurationSeconds!;
+          const runsOut = new Date((firstSeen?.atMs ?? Date.now()) + declared * 1000).toISOString();
+          throw new RunbookError('locked', `node ${node} is held by ${lease!.spec.holderIdentity} (Lease ${name}, leaseDurationSeconds ${declared}, longer than this run waits: ${durationSeconds}s); unless its holder renews it, it runs out at ${runsOut} by this machine's clock (seen now, plus its duration); this run does not wait that out, nor take it then: once nobody holds the node, delete it (kubectl -n ${namespace} delete lease ${leaseName(node)})`);
+        }
         if (verdict === 'held') {
           if (!firstSeen) this.options.onLine?.(`the Lease ${name} is held by ${lease!.spec.holderIdentity}; watching it for up to ${durationSeconds}s to see whether its holder still renews`);
           firstSeen ??= { record: leaseRecord(lease), atMs: Date.now() };

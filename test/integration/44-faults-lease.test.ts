@@ -13,9 +13,9 @@ const FOREIGN = 'node-maint/other-machine/4242/1';
 const HELD = 'held-lease';
 const microTime = (ms: number) => new Date(ms).toISOString().replace('Z', '000Z');
 
-async function writeLease(t: TestNode, holder: string | null, renewTime: string): Promise<void> {
+async function writeLease(t: TestNode, holder: string | null, renewTime: string, leaseDurationSeconds = 15): Promise<void> {
   const file = `/tmp/${LEASE(t)}-${process.pid}.json`;
-  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE(t), namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds: 15, renewTime } }));
+  writeFileSync(file, JSON.stringify({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: LEASE(t), namespace: 'kube-system' }, spec: { holderIdentity: holder, leaseDurationSeconds, renewTime } }));
   await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
 }
 
@@ -52,6 +52,23 @@ describe('the Lease', () => {
     expect(await schedulable(t)).toBe(true);
     expect(await kubeletPid(t)).toBe(pid);
     expect((await lease(t.name)).holder).toBe(FOREIGN);
+  }));
+
+  it.concurrent('a Lease written by hand for an hour (an operator fencing the node): exit 9 at once, naming it and when it runs out; never taken', onLeasedNode('any', async (t) => {
+    await writeLease(t, 'someone-else', microTime(Date.now()), 3600);
+    const pid = await kubeletPid(t);
+    const started = Date.now();
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(9);
+    const message = report(result).error.message;
+    expect(message).toContain(`is held by someone-else (Lease kube-system/${LEASE(t)}, leaseDurationSeconds 3600, longer than this run waits: 15s)`);
+    const runsOut = Date.parse(/runs out at (\S+) by this machine's clock/.exec(message)![1]!);
+    expect(runsOut - started).toBeGreaterThanOrEqual(3_590_000);
+    // Not waited for a lease duration of ours (15 s) and then taken, as before: the node and the Lease as they were.
+    expect(await schedulable(t)).toBe(true);
+    expect(await kubeletPid(t)).toBe(pid);
+    expect((await lease(t.name)).holder).toBe('someone-else');
+    await kubectl('-n', 'kube-system', 'delete', 'lease', LEASE(t));
   }));
 
   it.concurrent('a Lease left by a dead run elsewhere: waited out for a lease duration by our clock, then taken over', onLeasedNode('any', async (t) => {

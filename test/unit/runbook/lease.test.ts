@@ -25,6 +25,15 @@ describe('judging a Lease holder by our own clock (client-go leader election)', 
     expect(judgeHolder(stale, 'me', seen, 15_999, 15)).toBe('held');
     expect(judgeHolder(stale, 'me', seen, 16_000, 15)).toBe('abandoned');
   });
+  it('counts the holder\'s own lease duration; one longer than ours is a fence, not waited out', () => {
+    const short = { ...lease(far, '2020-01-01T00:00:00.000000Z', '10'), spec: { holderIdentity: far, leaseDurationSeconds: 5 } };
+    const seen = { record: leaseRecord(short), atMs: 0 };
+    expect(judgeHolder(short, 'me', seen, 4_999, 15)).toBe('held');
+    expect(judgeHolder(short, 'me', seen, 5_000, 15)).toBe('abandoned');
+    const byHand = { ...short, spec: { holderIdentity: 'someone-else', leaseDurationSeconds: 3600 } };
+    expect(judgeHolder(byHand, 'me', undefined, 0, 15)).toBe('fenced');
+    expect(judgeHolder(byHand, 'me', { record: leaseRecord(byHand), atMs: 0 }, 3_600_000, 15)).toBe('fenced');
+  });
   it('a released Lease is free, our own is ours', () => {
     expect(judgeHolder(lease(null, '', '1'), 'me', undefined, 0, 15)).toBe('free');
     expect(judgeHolder(undefined, 'me', undefined, 0, 15)).toBe('free');
