@@ -1,10 +1,10 @@
 import type { Cluster } from './api.js';
-import type { List, Pod } from './types.js';
+import { listAll } from './list.js';
+import type { Pod } from './types.js';
 
+/** The node's pods, by field selector: never the whole cluster's. */
 export async function listPodsOnNode(cluster: Cluster, node: string): Promise<Pod[]> {
-  const selector = encodeURIComponent(`spec.nodeName=${node}`);
-  const list = await cluster.get<List<Pod>>(`/api/v1/pods?fieldSelector=${selector}&limit=5000`);
-  return list.items;
+  return listAll<Pod>(cluster, `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`);
 }
 
 export const podKey = (pod: Pod) => `${pod.metadata.namespace}/${pod.metadata.name}`;

@@ -1,7 +1,8 @@
 import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
 import { isControlPlane } from '../cluster/nodes.js';
-import type { List, Node, Pod } from '../cluster/types.js';
+import { listAll } from '../cluster/list.js';
+import type { Node, Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
@@ -23,7 +24,7 @@ Error.stackTraceLimit = Number(process.env.NODE_MAINT_STACK_TRACE_LIMIT ?? 0);
 // target versions and changes nothing.
 async function resolveNodes(cluster: Cluster, config: FleetConfig): Promise<Node[]> {
   const selector = config.nodeSelector ? `?labelSelector=${encodeURIComponent(config.nodeSelector)}` : '';
-  const all = (await cluster.get<List<Node>>(`/api/v1/nodes${selector}`)).items;
+  const all = await listAll<Node>(cluster, `/api/v1/nodes${selector}`);
   if (config.nodeSelector) {
     if (all.length === 0) throw new ConfigError('nodeSelector', `selects no node (${config.nodeSelector})`);
     return all.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
@@ -138,7 +139,7 @@ export default async function program() {
   await refuseUnobserved(nodes, observed, config, `${pulumi.getProject()}/${pulumi.getStack()}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
-  const pods = (await cluster.get<List<Pod>>('/api/v1/pods')).items;
+  const pods = await listAll<Pod>(cluster, '/api/v1/pods');
   const controlPlane = controlPlaneNodes(pods, nodes);
   if (controlPlane.size > 0 && !config.allowControlPlane) {
     throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);

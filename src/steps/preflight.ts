@@ -2,7 +2,8 @@ import { blockMessage, budgetBlocks } from '../cluster/drain/budgets.js';
 import { graceOutlastsTimeout, planDrain } from '../cluster/drain/plan.js';
 import { getNode, isControlPlane, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
-import type { List, PodDisruptionBudget } from '../cluster/types.js';
+import { listAll } from '../cluster/list.js';
+import type { PodDisruptionBudget } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
@@ -157,8 +158,8 @@ async function checkDrainable(ctx: RunContext): Promise<string> {
       if (plan.refused) throw refuse(`drain would fail: ${plan.refused}`);
       const slow = graceOutlastsTimeout(plan.evict, options.drain);
       if (slow.length > 0) throw refuse(`drain would time out: the grace period of ${slow.join(', ')} is not shorter than --timeout ${options.drain.timeoutSeconds}s; raise --timeout or give a shorter --grace-period`);
-      const budgets = await ctx.cluster.get<List<PodDisruptionBudget>>('/apis/policy/v1/poddisruptionbudgets');
-      const blocks = budgetBlocks(plan.evict, budgets.items);
+      const budgets = await listAll<PodDisruptionBudget>(ctx.cluster, '/apis/policy/v1/poddisruptionbudgets');
+      const blocks = budgetBlocks(plan.evict, budgets);
       if (blocks.length === 0) return true;
       if (blocks.some((b) => b.permanent)) {
         throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node}: ${blockMessage(blocks)}`, { details: blocks });

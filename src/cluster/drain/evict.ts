@@ -1,8 +1,8 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ApiError, isNotFound, type Cluster } from '../api.js';
 import { waitUntil } from '../../wait.js';
-import { podKey } from '../pods.js';
-import type { List, Pod } from '../types.js';
+import { listPodsOnNode, podKey } from '../pods.js';
+import type { Pod } from '../types.js';
 
 // Evictions with kubectl drain's semantics: the eviction API (policy/v1, or v1beta1 where that is all the server
 // has), 429 from a PodDisruptionBudget retried with backoff up to one deadline, pods waited for by UID.
@@ -113,12 +113,10 @@ export async function waitForPodsGone(
 ): Promise<void> {
   const started = Date.now();
   const waiting = new Map(pods.map((p) => [p.metadata.uid!, p]));
-  const selector = encodeURIComponent(`spec.nodeName=${node}`);
   await waitUntil(
     'the evicted pods to terminate',
     async () => {
-      const list = await cluster.get<List<Pod>>(`/api/v1/pods?fieldSelector=${selector}&limit=5000`);
-      const present = new Set(list.items.map((p) => p.metadata.uid));
+      const present = new Set((await listPodsOnNode(cluster, node)).map((p) => p.metadata.uid));
       for (const [uid, pod] of waiting) {
         if (!present.has(uid)) {
           waiting.delete(uid);

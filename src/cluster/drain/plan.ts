@@ -1,6 +1,7 @@
 import type { Cluster } from '../api.js';
 import { listPodsOnNode, podKey } from '../pods.js';
-import type { List, Pod } from '../types.js';
+import { listAll } from '../list.js';
+import type { Pod } from '../types.js';
 import { classifyPods, refusalMessage, type DrainOptions, type PodVerdict } from './filters.js';
 
 // The drain's plan, as kubectl's GetPodsForDeletion: read once, decided by the pure filters. Preflight and the drain
@@ -16,8 +17,8 @@ export interface DrainPlanView {
 }
 
 export async function daemonSetKeys(cluster: Cluster): Promise<Set<string>> {
-  const list = await cluster.get<List<{ metadata: { name: string; namespace: string } }>>('/apis/apps/v1/daemonsets');
-  return new Set(list.items.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
+  const list = await listAll<{ metadata: { name: string; namespace: string } }>(cluster, '/apis/apps/v1/daemonsets');
+  return new Set(list.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
 }
 
 export function drainPlanOf(verdicts: PodVerdict[]): DrainPlanView {

@@ -1,32 +1,45 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
 import { isTerminal, podIps, podKey } from '../../cluster/pods.js';
-import type { List, Node, Pod } from '../../cluster/types.js';
+import { listAll } from '../../cluster/list.js';
+import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
 import { detectCalicoLeaks } from './detect.js';
 import type { BlockAffinity, CalicoFindings, CalicoView, IpamBlock, IpamHandle } from './types.js';
 
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
-/** One read of Calico's IPAM CRDs, the nodes and the pods; undefined when the cluster has no Calico CRDs. */
+/** Whether the cluster serves Calico's CRD group: one small discovery read, so a cluster without Calico lists nothing. */
+async function hasCalico(cluster: Cluster): Promise<boolean> {
+  try {
+    await cluster.get(GROUP);
+    return true;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return false;
+    throw e;
+  }
+}
+
+/** One read of Calico's IPAM CRDs, the nodes and the pods, in pages; undefined when the cluster has no Calico CRDs. */
 export async function readCalicoView(cluster: Cluster): Promise<CalicoView | undefined> {
+  if (!(await hasCalico(cluster))) return undefined;
   try {
     const [affinities, blocks, handles, nodes, pods] = await Promise.all([
-      cluster.get<List<BlockAffinity>>(`${GROUP}/blockaffinities`),
-      cluster.get<List<IpamBlock>>(`${GROUP}/ipamblocks`),
-      cluster.get<List<IpamHandle>>(`${GROUP}/ipamhandles`),
-      cluster.get<List<Node>>('/api/v1/nodes'),
-      cluster.get<List<Pod>>('/api/v1/pods'),
+      listAll<BlockAffinity>(cluster, `${GROUP}/blockaffinities`),
+      listAll<IpamBlock>(cluster, `${GROUP}/ipamblocks`),
+      listAll<IpamHandle>(cluster, `${GROUP}/ipamhandles`),
+      listAll<Node>(cluster, '/api/v1/nodes'),
+      listAll<Pod>(cluster, '/api/v1/pods'),
     ]);
     const podIpMap = new Map<string, { pod: string; node: string }>();
-    for (const p of pods.items) {
+    for (const p of pods) {
       if (isTerminal(p) || p.spec.hostNetwork || !p.spec.nodeName) continue;
       for (const ip of podIps(p)) podIpMap.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName });
     }
     return {
-      affinities: affinities.items,
-      blocks: blocks.items,
-      handles: handles.items,
-      nodes: new Set(nodes.items.map((n) => n.metadata.name)),
+      affinities,
+      blocks,
+      handles,
+      nodes: new Set(nodes.map((n) => n.metadata.name)),
       podIps: podIpMap,
     };
   } catch (e) {

@@ -1,0 +1,25 @@
+import { ApiError, type Cluster } from './api.js';
+import type { List } from './types.js';
+
+/**
+ * Every item of a list, read in pages (limit/continue), so no answer is ever one huge string: a cluster-wide list of
+ * 100k pods in one response overflows what a JavaScript string can hold. A continue token that expired (410 Gone)
+ * starts the list again, once.
+ */
+export async function listAll<T>(cluster: Cluster, path: string, pageSize = 500): Promise<T[]> {
+  const separator = path.includes('?') ? '&' : '?';
+  for (let attempt = 1; ; attempt++) {
+    const items: T[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const page = await cluster.get<List<T>>(`${path}${separator}limit=${pageSize}${token ? `&continue=${encodeURIComponent(token)}` : ''}`);
+        items.push(...page.items);
+        token = page.metadata?.continue || undefined;
+      } while (token);
+      return items;
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 410 && attempt === 1)) throw e;
+    }
+  }
+}
