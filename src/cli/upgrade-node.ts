@@ -1,11 +1,11 @@
 import type { Transport } from '../node/transport/index.js';
-import { DEFAULT_RUN_OPTIONS, parseTargets, type RunOptions } from '../runbook/options.js';
+import { DEFAULT_RUN_OPTIONS, parseTargets, PROOF_LEVELS, type ProofLevel, type RunOptions } from '../runbook/options.js';
 import { HOOK_FLAGS, type HookPoint } from '../runbook/hooks.js';
 import { renderReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
 import { CONNECT_OPTIONS } from './connect.js';
 import { parseDuration, parseInteger } from './duration.js';
-import { exitCodeLines } from '../errors.js';
+import { exitCodeLines, usageError } from '../errors.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 import { connectNode } from './node-access.js';
@@ -54,6 +54,9 @@ Other:
   --lease-namespace NS         (kube-system; the smoke pod runs there too)
   --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
   --smoke-timeout DURATION     (120s) for the smoke pod to get a sandbox and an IP
+  --proof ipam|network-only    (ipam) what the smoke pod must show before uncordon: its IP held by a live sandbox in
+                               the node's IPAM (host-local; a node whose CNI uses another IPAM is refused in
+                               preflight, exit 10), or only an IP and Ready (the IPAM not checked, said in the report)
   --lock-timeout DURATION      (120s) for another process's apt/dpkg to release the dpkg lock
   --outage-tolerance DURATION  (120s) how long an API outage is waited out (changes to the node held meanwhile)
   --budget-wait DURATION       (120s) how long preflight waits for a budget that is at zero only for now (its pods
@@ -82,6 +85,7 @@ const UPGRADE_OPTIONS = {
   'ready-timeout': { type: 'string' },
   'budget-wait': { type: 'string' },
   'smoke-timeout': { type: 'string' },
+  proof: { type: 'string' },
   'lock-timeout': { type: 'string' },
   'outage-tolerance': { type: 'string' },
   'allow-control-plane': { type: 'boolean' },
@@ -92,6 +96,12 @@ const UPGRADE_OPTIONS = {
   'textfile-dir': { type: 'string' },
   ...CONNECT_OPTIONS,
 } as const;
+
+function parseProof(value: unknown): ProofLevel {
+  if (value === undefined) return DEFAULT_RUN_OPTIONS.proof;
+  if (!(PROOF_LEVELS as readonly unknown[]).includes(value)) throw usageError(`--proof: want ${PROOF_LEVELS.join(' or ')}, got ${JSON.stringify(value)}`);
+  return value as ProofLevel;
+}
 
 export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
@@ -108,6 +118,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         readyTimeoutSeconds: seconds('ready-timeout', DEFAULT_RUN_OPTIONS.readyTimeoutSeconds),
         budgetWaitSeconds: seconds('budget-wait', DEFAULT_RUN_OPTIONS.budgetWaitSeconds),
         smokeTimeoutSeconds: seconds('smoke-timeout', DEFAULT_RUN_OPTIONS.smokeTimeoutSeconds),
+        proof: parseProof(values.proof),
         lockTimeoutSeconds: seconds('lock-timeout', DEFAULT_RUN_OPTIONS.lockTimeoutSeconds),
         outageToleranceSeconds: seconds('outage-tolerance', DEFAULT_RUN_OPTIONS.outageToleranceSeconds),
         allowControlPlane: values['allow-control-plane'] === true,

@@ -32,7 +32,15 @@ export interface RunOptions {
   lease: LeaseTiming;
   /** The operator's commands before the drain, after the upgrade, after the uncordon (hooks.ts). */
   hooks: Hooks;
+  /**
+   * What the smoke pod must show before uncordon: "ipam" (its IP held by a live sandbox in the node's IPAM; refused in
+   * preflight for an IPAM the tool cannot read), or "network-only" (an IP and Ready; the IPAM not checked).
+   */
+  proof: ProofLevel;
 }
+
+export type ProofLevel = 'ipam' | 'network-only';
+export const PROOF_LEVELS: readonly ProofLevel[] = ['ipam', 'network-only'];
 
 export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   dryRun: false,
@@ -49,6 +57,7 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   rollback: false,
   lease: DEFAULT_LEASE_TIMING,
   hooks: {},
+  proof: 'ipam',
 };
 
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;

@@ -8,6 +8,7 @@ import { RunbookError } from '../errors.js';
 import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
 import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
+import { ipamRefusal } from '../node/cni/network-mode.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import { finishedEarlier, type PriorState } from '../runbook/journal.js';
@@ -65,12 +66,15 @@ export const preflight: Step<PreflightPlan> = {
     const maintenanceNeeded = ctx.resuming || changes.length > 0 || runtimeDown;
     const notes: string[] = [];
     if (maintenanceNeeded) {
+      const unreadable = ipamRefusal(options.node, net, options.proof);
+      if (unreadable && pending('prove-node')) throw refuse(unreadable);
       if (pending('upgrade-runtime')) notes.push(...(await waitForPackageLock(ctx, state)));
       if (pending('teardown-sandboxes')) checkReplayable(ctx, state, podCidr(node));
       if (pending('drain')) notes.push(await checkDrainable(ctx));
     }
     const summary = [
-      `${flavor}+${net.mode}`,
+      `${flavor}+${net.mode}${net.ipam ? ` (IPAM ${net.ipam})` : ''}`,
+      ...(options.proof === 'network-only' ? ['proof: network only (the IPAM is not checked)'] : []),
       ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p] || 'not cleanly installed'} -> ${v}`),
       ...(prior.held.length > 0 ? [`held: ${prior.held.join(', ')} (kept)`] : []),
       ...(controlPlane ? [`control plane (${controlPlane}), allowed`] : []),

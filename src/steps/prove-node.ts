@@ -1,4 +1,5 @@
 import { getNode } from '../cluster/nodes.js';
+import { isPodReady } from '../cluster/pods.js';
 import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
 import { liveness } from '../leaks/liveness.js';
 import { canonicalIp } from '../node/cni/host-local.js';
@@ -69,6 +70,11 @@ export const proveNode: Step<ProvePlan> = {
           const ip = now?.status?.podIP;
           if (!now || now.status?.phase === 'Failed') return `pod ${now?.status?.phase ?? 'gone'}`;
           if (!ip || now.status?.phase !== 'Running') return `phase ${now.status?.phase ?? 'Pending'}, no IP yet`;
+          if (options.proof === 'network-only') {
+            if (!isPodReady(now)) return `IP ${ip}, not Ready yet`;
+            proof = `IP ${ip} and Ready (network-only proof: the IPAM ${(await ctx.network()).ipam || '(unknown)'} was not checked)`;
+            return true;
+          }
           const reservation = liveReservation(await ctx.nodeState({ fresh: true }), ip);
           if (!reservation) return `IP ${ip}, but no reservation of a live sandbox for it yet`;
           proof = `IP ${ip}, reserved in ${reservation}`;

@@ -75,6 +75,17 @@ describe('preflight, before anything changes', () => {
     expect(await schedulable(t)).toBe(true);
   }));
 
+  it.concurrent('a CNI network whose IPAM the proof cannot read (whereabouts): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
+    const conf = '/etc/cni/net.d/00-node-maint-test-whereabouts.conflist';
+    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","name":"macvlan-pods","plugins":[{"type":"macvlan","master":"eth0","ipam":{"type":"whereabouts","range":"10.200.0.0/16"}}]}' > ${conf}`);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${conf}`));
+    expect(result.code, result.stderr).toBe(10);
+    expect(report(result).error.message).toContain(`${t.name}'s CNI network macvlan-pods allocates pod IPs with the whereabouts IPAM, which node-maint cannot read (it reads host-local)`);
+    expect(report(result).error.message).toContain('give --proof network-only');
+    expect(result.stderr).not.toContain(stepLine('cordon'));
+    expect(await schedulable(t)).toBe(true);
+  }));
+
   it.concurrent('no crictl on the node: refused (exit 10), since the runtime network could not be checked', onNode(async (t) => {
     await t.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.off');
     try {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { detectNetwork } from '../../../src/node/cni/network-mode.js';
+import { detectNetwork, ipamRefusal } from '../../../src/node/cni/network-mode.js';
+import type { NodeState } from '../../../src/node/state/types.js';
 import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
 import { flagValue, kubeletCommandLine, parseKubeletFlags } from '../../../src/node/state/command-lines.js';
 import { parseNodeState, splitSections } from '../../../src/node/state/parse.js';
@@ -16,7 +17,7 @@ describe('parseNodeState on a cri-dockerd + kubenet node', () => {
     expect(realNode.services.kubelet).toMatchObject({ loaded: true, active: true });
     expect(detectFlavor(realNode)).toBe('cri-dockerd');
     expect(runtimeUnits('cri-dockerd')).toEqual(['containerd', 'docker', 'cri-docker']);
-    expect(detectNetwork(realNode, 'cri-dockerd')).toEqual({ mode: 'kubenet', networkName: 'kubenet', binDir: '/usr/lib/cni' });
+    expect(detectNetwork(realNode, 'cri-dockerd')).toEqual({ mode: 'kubenet', networkName: 'kubenet', binDir: '/usr/lib/cni', ipam: 'host-local' });
   });
   it('pairs every reservation, cache entry and checkpoint with a sandbox', () => {
     const ids = new Set(realNode.sandboxes.map((s) => s.id));
@@ -37,7 +38,7 @@ describe('parseNodeState on a cri-dockerd + kubenet node', () => {
 describe('parseNodeState on a containerd fleet host', () => {
   it('finds the conflist network and the libcni cache with netns', () => {
     expect(detectFlavor(fleetHost)).toBe('containerd');
-    expect(detectNetwork(fleetHost, 'containerd')).toMatchObject({ mode: 'cni', networkName: 'containerd-net' });
+    expect(detectNetwork(fleetHost, 'containerd')).toMatchObject({ mode: 'cni', networkName: 'containerd-net', ipam: 'host-local' });
     expect(fleetHost.cniCache.every((e) => e.netns?.startsWith('/var/run/netns/cni-'))).toBe(true);
     expect(fleetHost.netns.length).toBe(fleetHost.cniCache.length);
   });
@@ -100,5 +101,22 @@ describe('splitSections', () => {
     const s = splitSections('@@dir /x\n|a\t1\t2\n@@file /x/a\n|line1\n|line2\n@@end\n');
     expect(s[0]!.files.get('/x/a')).toEqual(['line1', 'line2']);
     expect(() => parseNodeState('@@meta\n|hostname=x\n')).toThrow(/truncated/);
+  });
+});
+
+describe('who allocates pod IPs, and whether the proof can read it', () => {
+  const withConf = (content: string) => ({ ...fleetHost, cniConfFiles: [{ name: '00-net.conflist', content }] }) as NodeState;
+  const net = (content: string) => detectNetwork(withConf(content), 'containerd');
+  it('reads the IPAM the first config names, or the plugin that allocates itself', () => {
+    expect(net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts","range":"10.1.0.0/16"}}]}')).toMatchObject({ networkName: 'w', ipam: 'whereabouts' });
+    expect(net('{"name":"k8s-pod-network","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}},{"type":"portmap"}]}')).toMatchObject({ mode: 'calico', ipam: 'calico-ipam' });
+    expect(net('{"name":"cilium","plugins":[{"type":"cilium-cni"}]}')).toMatchObject({ ipam: 'plugin cilium-cni' });
+    expect(net('{"cniVersion":"0.3.1","name":"single","type":"bridge","ipam":{"type":"host-local","subnet":"10.0.0.0/24"}}')).toMatchObject({ ipam: 'host-local' });
+  });
+  it('refuses an IPAM it cannot read unless the weaker proof is asked for, naming it and the flag', () => {
+    expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'ipam')).toMatch(/^n's CNI network w allocates pod IPs with the whereabouts IPAM, which node-maint cannot read \(it reads host-local\): .* give --proof network-only/);
+    expect(ipamRefusal('n', net('{"name":"cilium","plugins":[{"type":"cilium-cni"}]}'), 'ipam')).toContain('with the cilium-cni plugin itself (no ipam section)');
+    expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'network-only')).toBeUndefined();
+    expect(ipamRefusal('n', detectNetwork(realNode, 'cri-dockerd'), 'ipam')).toBeUndefined();
   });
 });
