@@ -26,6 +26,9 @@ function configsByNetwork(state: NodeState): Map<string, string> {
   return map;
 }
 
+/** The runtime did not list its sandboxes: never taken as "no sandboxes" (the step fails, and the run rolls back). */
+const notAnswering = (what: string) => new Error(`the container runtime did not answer (its sandbox list failed or timed out): could not ${what}`);
+
 export function planTeardown(state: NodeState, cidr: string | undefined): Omit<TeardownPlan, 'actions' | 'summary'> {
   const pidBySandbox = new Map(state.sandboxes.map((s) => [s.id, s.pid]));
   const fallback = { podCidr: cidr, configsByNetwork: configsByNetwork(state) };
@@ -51,6 +54,7 @@ export const teardownSandboxes: Step<TeardownPlan> = {
   undo: 'nothing to undo: a torn-down network cannot be put back; kubelet sets up every pod anew when it starts',
   async plan(ctx) {
     const state = await ctx.nodeState({ fresh: true });
+    if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');
     const node = await getNode(ctx.cluster, ctx.options.node);
     const plan = planTeardown(state, podCidr(node));
     const actions = [
@@ -84,6 +88,7 @@ export const teardownSandboxes: Step<TeardownPlan> = {
     const failedIds = new Set(plan.replays.filter((r) => !results.ok.has(r.entryPath)).map((r) => r.containerId));
     ctx.progress(`CNI DEL: ${results.ok.size} ok, ${results.failed.size} failed`);
     const state = await ctx.nodeState({ fresh: true });
+    if (!state.runtimeReachable) throw notAnswering('remove its sandboxes');
     const removal = await run(ctx.transport, removeSandboxesScript(flavor, state.sandboxes, state.containers), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
     const notRemoved = failedRemovals(removal);
     // A checkpoint is the runtime's memory of a sandbox: dropped only when the sandbox's network is known to be gone.
@@ -99,6 +104,7 @@ export const teardownSandboxes: Step<TeardownPlan> = {
   },
   async verify(ctx, plan) {
     const state = await ctx.nodeState({ fresh: true });
+    if (!state.runtimeReachable) throw notAnswering('check that no sandbox is left');
     const left = state.cniCache.filter((e) => plan.replays.some((r) => r.entryPath === e.path));
     if (state.sandboxes.length > 0 || left.length > 0) {
       throw new Error(`${state.sandboxes.length} sandbox(es) and ${left.length} cache entr(ies) remain after the teardown`);

@@ -145,6 +145,22 @@ describe('preflight, before anything changes', () => {
     expect(audit.unverifiable.join(' ')).toMatch(/runtime/);
   }));
 
+  it.concurrent('a runtime whose sandbox list fails once kubelet is stopped: the teardown fails closed (never "0 sandboxes") and the node is rolled back', onNode(async (t) => {
+    // crictl answers `info`, but its `pods` fails while kubelet is down: what a runtime too busy to list looks like.
+    await t.sh(`mv /usr/local/bin/crictl /usr/local/bin/crictl.real && printf '%s\\n' '#!/bin/sh' \\
+      'if [ "$1" = pods ] && ! systemctl is-active -q kubelet; then echo "context deadline exceeded" >&2; exit 1; fi' \\
+      'exec /usr/local/bin/crictl.real "$@"' > /usr/local/bin/crictl && chmod +x /usr/local/bin/crictl`);
+    try {
+      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+      expect(result.code, result.stderr).toBe(11);
+      expect(report(result).error.message).toContain('the container runtime did not answer (its sandbox list failed or timed out): could not tear down its sandboxes');
+      expect(result.stderr).not.toContain(stepLine('clear-state'));
+    } finally {
+      await t.sh('mv /usr/local/bin/crictl.real /usr/local/bin/crictl');
+    }
+    await expectServing(t, bed().containerd.old);
+  }));
+
   it.concurrent('a pod bound to the node after the cordon (the scheduler a moment behind): drained in a second round, the upgrade finishes', onNode(async (t) => {
     // A pod held by a finalizer keeps the first round waiting; once the first round has evicted it, a pod is bound
     // straight to the node, as a scheduler deciding on a cache that has not seen the cordon yet binds one.

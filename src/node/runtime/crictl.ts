@@ -15,8 +15,10 @@ interface CriContainer {
   labels?: Record<string, string>;
 }
 
-export function parseCrictlPods(json: string): Sandbox[] {
-  const items = (safeParse(json) as { items?: CriPod[] }).items ?? [];
+/** crictl's sandboxes; undefined when the text is not crictl's list (cut off, an error): that is no answer. */
+export function parseCrictlPods(json: string): Sandbox[] | undefined {
+  const items = (safeParse(json) as { items?: CriPod[] }).items;
+  if (!Array.isArray(items)) return undefined;
   return items.map((p) => ({
     id: p.id,
     ready: p.state === 'SANDBOX_READY',
@@ -28,8 +30,10 @@ export function parseCrictlPods(json: string): Sandbox[] {
   }));
 }
 
-export function parseCrictlContainers(json: string): RuntimeContainer[] {
-  const items = (safeParse(json) as { containers?: CriContainer[] }).containers ?? [];
+/** crictl's containers; undefined when the text is not crictl's list. */
+export function parseCrictlContainers(json: string): RuntimeContainer[] | undefined {
+  const items = (safeParse(json) as { containers?: CriContainer[] }).containers;
+  if (!Array.isArray(items)) return undefined;
   return items.map((c) => ({
     id: c.id,
     sandboxId: c.podSandboxId,

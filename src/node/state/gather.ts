@@ -78,9 +78,10 @@ ${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
   files ${STATE_DIRS.checkpoints.dockershim}
 } > "$tmp/cache" &
 {
-if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; then
+# A listing that failed (timed out, refused) leaves its section out: "did not answer", never "nothing there".
+if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1 \\
+  && timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"; then
   sec docker up
-  timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"
   body < "$tmp/ps"
   sec docker-pids
   # Only running sandboxes have a process (and a netns to tear down).
@@ -89,11 +90,12 @@ if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1; 
 elif command -v docker >/dev/null 2>&1; then
   sec docker down
 fi
-if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 20 crictl info >/dev/null 2>&1; then
+if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 20 crictl info >/dev/null 2>&1 \\
+  && timeout 60 crictl pods -o json > "$tmp/pods" && timeout 60 crictl ps -a -o json > "$tmp/containers"; then
   sec crictl-pods
-  timeout 60 crictl pods -o json | body
+  body < "$tmp/pods"
   sec crictl-containers
-  timeout 60 crictl ps -a -o json | body
+  body < "$tmp/containers"
 fi
 } > "$tmp/runtime" &
 wait

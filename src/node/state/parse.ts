@@ -131,13 +131,17 @@ export function parseNodeState(output: string): NodeState {
     state.sandboxes.push(...found.sandboxes);
     state.containers.push(...found.containers);
   }
-  if (crictlPods) {
+  // crictl's answer counts only if it is the list it should be: a cut or garbled one is no answer.
+  const pods = crictlPods ? parseCrictlPods(crictlPods.lines.join('\n')) : undefined;
+  const containers = crictlPods ? parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '') : undefined;
+  const criAnswered = pods !== undefined && containers !== undefined;
+  if (criAnswered) {
     const known = new Set([...state.sandboxes, ...state.containers].map((x) => x.id));
-    state.sandboxes.push(...parseCrictlPods(crictlPods.lines.join('\n')).filter((x) => !known.has(x.id)));
-    state.containers.push(...parseCrictlContainers(one('crictl-containers')?.lines.join('\n') ?? '').filter((c) => !known.has(c.id)));
+    state.sandboxes.push(...pods.filter((x) => !known.has(x.id)));
+    state.containers.push(...containers.filter((c) => !known.has(c.id)));
   }
-  const answers = [...(dockerExpected ? [docker?.arg === 'up'] : []), ...(criExpected ? [crictlPods !== undefined] : [])];
-  state.runtimeReachable = answers.length > 0 ? answers.every(Boolean) : crictlPods !== undefined;
+  const answers = [...(dockerExpected ? [docker?.arg === 'up'] : []), ...(criExpected ? [criAnswered] : [])];
+  state.runtimeReachable = answers.length > 0 ? answers.every(Boolean) : criAnswered;
   return state;
 }
 

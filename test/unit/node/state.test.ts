@@ -120,3 +120,15 @@ describe('who allocates pod IPs, and whether the proof can read it', () => {
     expect(ipamRefusal('n', detectNetwork(realNode, 'cri-dockerd'), 'ipam')).toBeUndefined();
   });
 });
+
+describe('a runtime whose listing failed is no answer, never "no sandboxes"', () => {
+  const text = readFileSync('test/fixtures/fleet-host-state.txt', 'utf8');
+  it('a crictl list cut off or missing makes the runtime unreachable', () => {
+    expect(parseNodeState(text).runtimeReachable).toBe(true);
+    const cut = text.replace(/@@crictl-pods\n\|\{\n\|  "items": \[\n\|  \]\n\|\}\n/, '@@crictl-pods\n|{\n|  "items": [\n');
+    expect(cut).not.toBe(text);
+    expect(parseNodeState(cut)).toMatchObject({ runtimeReachable: false, sandboxes: [] });
+    const missing = text.replace(/@@crictl-pods\n[\s\S]*?(?=@@netns)/, '');
+    expect(parseNodeState(missing).runtimeReachable).toBe(false);
+  });
+});
