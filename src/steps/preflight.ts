@@ -44,6 +44,9 @@ export const preflight: Step<PreflightPlan> = {
     if (controlPlane && !options.allowControlPlane) {
       throw refuse(`${options.node} is a control-plane node (${controlPlane}): its teardown stops etcd and the apiserver's static pods; give --allow-control-plane to maintain it (one at a time, after the workers)`);
     }
+    if (state.refusedDataDirs.length > 0) {
+      throw refuse(`${options.node}'s CNI config names a host-local dataDir that is not a plain absolute path (${state.refusedDataDirs.map((d) => JSON.stringify(d)).join(', ')}): node-maint clears every IPAM directory it reads, so it reads none it cannot pin down; fix the config`);
+    }
     if (!state.tools.has('crictl')) throw refuse(`${options.node} has no crictl: the runtime's sandboxes and network readiness could not be checked (install cri-tools)`);
     checkPackages(ctx, state);
     const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;

@@ -86,6 +86,16 @@ describe('preflight, before anything changes', () => {
     expect(await schedulable(t)).toBe(true);
   }));
 
+  it.concurrent('a CNI config whose host-local dataDir climbs out with "..": refused (exit 10), nothing read or cleared there', onNode(async (t) => {
+    const conf = '/etc/cni/net.d/99-node-maint-test-datadir.conflist';
+    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","name":"odd","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"/var/lib/../../etc","subnet":"10.201.0.0/24"}}]}' > ${conf}`);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${conf}`));
+    expect(result.code, result.stderr).toBe(10);
+    expect(report(result).error.message).toContain(`names a host-local dataDir that is not a plain absolute path ("/var/lib/../../etc")`);
+    expect(result.stderr).not.toContain(stepLine('cordon'));
+    expect(await schedulable(t)).toBe(true);
+  }));
+
   it.concurrent('no crictl on the node: refused (exit 10), since the runtime network could not be checked', onNode(async (t) => {
     await t.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.off');
     try {

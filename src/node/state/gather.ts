@@ -65,9 +65,12 @@ sec cni-bin
 for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done | body
 files ${STATE_DIRS.cniConf}
 # host-local keeps reservations under <dataDir>/<network>: the default, and every dataDir the CNI configs name.
+# Only plain absolute paths are looked at (and ever cleared); any other dataDir is reported, for preflight to refuse.
+sec ipam-datadirs
+datadirs=$(grep -rhoE '"dataDir"[[:space:]]*:[[:space:]]*"[^"]+"' ${STATE_DIRS.cniConf} 2>/dev/null | sed -E 's/.*"([^"]+)"$/\\1/' | sort -u)
+echo "$datadirs" | body
 sec ipam-roots
-ipam_roots=$({ echo ${STATE_DIRS.ipam}; grep -rhoE '"dataDir"[[:space:]]*:[[:space:]]*"[^"]+"' ${STATE_DIRS.cniConf} 2>/dev/null \
-  | sed -E 's/.*"([^"]+)"$/\\1/' | grep -E '^/[A-Za-z0-9._/-]+$' | sed 's:/*$::'; } | sort -u)
+ipam_roots=$({ echo ${STATE_DIRS.ipam}; echo "$datadirs" | grep -E '^/[A-Za-z0-9._/-]+$' | grep -vE '(^|/)\\.\\.?(/|$)' | sed 's:/*$::' | grep -v '^$'; } | sort -u)
 echo "$ipam_roots" | body
 # The three big parts (IPAM, caches and checkpoints, the runtime) run side by side; their output is joined in order.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -83,6 +83,7 @@ export function parseNodeState(output: string): NodeState {
     kubeletFlags: parseKubeletFlags(one('kubelet-env')?.lines ?? [], one('kubelet-config')?.lines ?? []),
     cniConfFiles: [],
     ipamRoots: [],
+    refusedDataDirs: [],
     ipam: [],
     cniCache: [],
     checkpoints: [],
@@ -117,6 +118,7 @@ export function parseNodeState(output: string): NodeState {
     if (cols.length >= 6) state.diskFreeBytes[cols[5]!] = Number(cols[3]) * 1024;
   }
   state.ipamRoots = one('ipam-roots')?.lines.filter((l) => l !== '') ?? [STATE_DIRS.ipam];
+  state.refusedDataDirs = (one('ipam-datadirs')?.lines ?? []).filter((d) => d !== '' && !isPlainAbsolute(d));
   for (const section of sections.filter((s) => s.name === 'dir')) {
     addDirectory(state, section.arg, dirFiles(section));
   }
@@ -168,4 +170,9 @@ function addDirectory(state: NodeState, dir: string, files: StateFile[]): void {
 function parseVethLine(line: string): { name: string; master: string | null } | null {
   const m = /^\d+:\s+([^:@\s]+)(?:@[^:]+)?:.*?(?:\smaster\s+(\S+))?\s/.exec(line);
   return m ? { name: m[1]!, master: m[2] ?? null } : null;
+}
+
+/** An absolute path with no `.` or `..` segment, and not `/` itself: the only kind of dataDir node-maint touches. */
+export function isPlainAbsolute(path: string): boolean {
+  return /^\/[A-Za-z0-9._/-]+$/.test(path) && !path.split('/').some((seg) => seg === '.' || seg === '..') && path.replace(/\/+$/, '') !== '';
 }

@@ -126,6 +126,8 @@ export interface NodeState {
   cniConfFiles: StateFile[];
   /** Where host-local keeps reservations: its default dataDir and each one a CNI config names. */
   ipamRoots: string[];
+  /** dataDirs a CNI config names that are not plain absolute paths (relative, `..`, `/`): never looked at or cleared. */
+  refusedDataDirs: string[];
   ipam: IpamDirectory[];
   cniCache: CniCacheEntry[];
   checkpoints: SandboxCheckpoint[];

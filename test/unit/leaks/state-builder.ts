@@ -21,6 +21,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     kubeletFlags: [],
     cniConfFiles: [],
     ipamRoots: ['/var/lib/cni/networks'],
+    refusedDataDirs: [],
     ipam: [],
     cniCache: [],
     checkpoints: [],

@@ -4,7 +4,7 @@ import { detectNetwork, ipamRefusal } from '../../../src/node/cni/network-mode.j
 import type { NodeState } from '../../../src/node/state/types.js';
 import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
 import { flagValue, kubeletCommandLine, parseKubeletFlags } from '../../../src/node/state/command-lines.js';
-import { parseNodeState, splitSections } from '../../../src/node/state/parse.js';
+import { isPlainAbsolute, parseNodeState, splitSections } from '../../../src/node/state/parse.js';
 
 // Fixtures are real outputs of the gather script on the test bed's real node and on a fleet host.
 const realNode = parseNodeState(readFileSync('test/fixtures/real-node-state.txt', 'utf8'));
@@ -130,5 +130,15 @@ describe('a runtime whose listing failed is no answer, never "no sandboxes"', ()
     expect(parseNodeState(cut)).toMatchObject({ runtimeReachable: false, sandboxes: [] });
     const missing = text.replace(/@@crictl-pods\n[\s\S]*?(?=@@netns)/, '');
     expect(parseNodeState(missing).runtimeReachable).toBe(false);
+  });
+});
+
+describe('host-local dataDirs node-maint will touch', () => {
+  it('only plain absolute paths; the others are reported for preflight to refuse', () => {
+    for (const ok of ['/run/cni-ipam-state', '/var/lib/cni/networks/', '/data/.hidden-ipam']) expect(isPlainAbsolute(ok)).toBe(true);
+    for (const bad of ['/var/lib/../../etc', 'relative/dir', '/', '//', '/var/./lib', '/run/ipam dir', '/x/..']) expect(isPlainAbsolute(bad)).toBe(false);
+    const state = parseNodeState(['@@ipam-datadirs', '|/run/cni-ipam-state', '|/var/lib/../../etc', '|ipam', '@@ipam-roots', '|/run/cni-ipam-state', '|/var/lib/cni/networks', '@@end', ''].join('\n'));
+    expect(state.refusedDataDirs).toEqual(['/var/lib/../../etc', 'ipam']);
+    expect(state.ipamRoots).toEqual(['/run/cni-ipam-state', '/var/lib/cni/networks']);
   });
 });
