@@ -66,7 +66,7 @@ describe('the kind-style dry run through docker exec', () => {
 
     it.each([
       ['a docker host that does not answer', () => ({ dockerHost: 'unix:///run/node-maint-test-nope.sock', containers: containers() }), (n: { container: string }) => `docker exec ${n.container}: Cannot connect to the Docker daemon at unix:///run/node-maint-test-nope.sock`],
-      ['a container name with a typo', () => ({ dockerHost: bed().bedDockerHost, containers: Object.fromEntries(NODES.map((n) => [n.name, `${n.container}-typo`])) }), (n: { container: string }) => `No such container: ${n.container}-typo`],
+      ['a container name with a typo', () => ({ dockerHost: bed().bedDockerHost, containers: Object.fromEntries(NODES.map((n) => [n.name, `${n.container}-typo`])) }), (n: { container: string }) => `docker exec ${n.container}-typo: Error response from daemon: No such container: ${n.container}-typo`],
     ])('%s: preview and up fail naming every node and why, nothing changes, the webhook hears the failure', async (_what, dockerExec, reason) => {
       hook.messages.length = 0;
       await stack.set('dockerExec', JSON.stringify(dockerExec()));
