@@ -83,7 +83,7 @@ async function runQuickStart(then: string): Promise<string> {
   const run = await exec('bash', ['-euo', 'pipefail', '-c', `${script}\n${then}`], { cwd: project, env, maxBuffer: 64 * 2 ** 20, timeout: 1_800_000 }).catch((e) => {
     throw new Error(`the README's quick start failed: ${e.stdout}\n${e.stderr}`);
   });
-  expect(run.stdout).toContain('Created stack');
+  expect(run.stdout + run.stderr).toContain("Created stack 'kind'");
   return home;
 }
 
