@@ -20,13 +20,14 @@ export class ApiError extends Error {
    * PodDisruptionBudget's answer that the drain handles itself.
    */
   readonly throttled: boolean;
+  /** The server's Retry-After, in ms, when it sent one. */
+  readonly retryAfterMs?: number;
   constructor(readonly status: number, readonly reason: string, message: string, options: { path?: string; retryAfterMs?: number } = {}) {
     super(message);
     this.name = 'ApiError';
     this.throttled = status === 429 && !/\/eviction$/.test(options.path ?? '');
     this.retryAfterMs = options.retryAfterMs;
   }
-  readonly retryAfterMs?: number;
 }
 
 export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
@@ -121,7 +122,6 @@ export class Cluster {
       pRetry(once, {
         retries: Number.POSITIVE_INFINITY,
         minTimeout: 0,
-        maxRetryTime: Math.max(0, left()),
         shouldRetry: ({ error }) => isThrottled(error) && left() > 0,
         onFailedAttempt: async ({ error, attemptNumber }) => {
           if (!isThrottled(error)) return;

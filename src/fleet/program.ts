@@ -136,7 +136,8 @@ export default async function program() {
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
-  await refuseUnobserved(nodes, observed, config, `${pulumi.getProject()}/${pulumi.getStack()}`);
+  const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
+  await refuseUnobserved(nodes, observed, config, fleet);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
   const pods = await listAll<Pod>(cluster, '/api/v1/pods');
@@ -150,14 +151,14 @@ export default async function program() {
   pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
-  const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
   const changing = nodes.filter((_, i) => !atTargets(observed[i]!, config.targets)).map((n) => n.metadata.name);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
   const g = config.gates;
   const timeout = `${60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60)}m`;
-  const later = laterNodes(waveNames.map((w) => w.filter((n) => changing.includes(n))));
+  const changes = new Set(changing);
+  const later = laterNodes(waveNames.map((w) => w.filter((n) => changes.has(n))));
   let previous: NodeRuntimeUpgrade[] = [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
   for (const [w, wave] of waves.entries()) {

@@ -22,6 +22,17 @@ const onNode = (fn: (t: Target) => Promise<void>) =>
   });
 const schedulable = async (t: Target) => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
 
+/** An upgrade with `file` written on the node (removed after): refused in preflight (exit 10) before the cordon, the
+ * node schedulable; the refusal's message. */
+async function refusedWithFile(t: Target, file: string, content: string): Promise<string> {
+  await t.sh(`printf '%s' '${content}' > ${file}`);
+  const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${file}`));
+  expect(result.code, result.stderr).toBe(10);
+  expect(result.stderr).not.toContain(stepLine('cordon'));
+  expect(await schedulable(t)).toBe(true);
+  return report(result).error.message;
+}
+
 const pinned = (t: Target, name: string, grace: number) => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
@@ -67,33 +78,21 @@ describe('preflight, before anything changes', () => {
   it.concurrent('a CNI cache entry that cannot be replayed is found before the drain (exit 10), not after it', onNode(async (t) => {
     const id = 'ab'.repeat(32);
     const entry = `/var/lib/cni/results/ghost-net-${id}-eth0`;
-    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","ips":[{"address":"10.128.9.9/24"}]}' > ${entry}`);
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${entry}`));
-    expect(result.code, result.stderr).toBe(10);
-    expect(report(result).error.message).toContain(`ghost-net-${id}-eth0 (result-only cache entry of network ghost-net and no config to rebuild it from)`);
-    expect(result.stderr).not.toContain(stepLine('cordon'));
-    expect(await schedulable(t)).toBe(true);
+    const message = await refusedWithFile(t, entry, '{"cniVersion":"0.4.0","ips":[{"address":"10.128.9.9/24"}]}');
+    expect(message).toContain(`ghost-net-${id}-eth0 (result-only cache entry of network ghost-net and no config to rebuild it from)`);
   }));
 
   it.concurrent('a CNI network whose IPAM the proof cannot read (whereabouts): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
-    const conf = '/etc/cni/net.d/00-node-maint-test-whereabouts.conflist';
-    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","name":"macvlan-pods","plugins":[{"type":"macvlan","master":"eth0","ipam":{"type":"whereabouts","range":"10.200.0.0/16"}}]}' > ${conf}`);
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${conf}`));
-    expect(result.code, result.stderr).toBe(10);
-    expect(report(result).error.message).toContain(`${t.name}'s CNI network macvlan-pods allocates pod IPs with the whereabouts IPAM, which node-maint cannot read (it reads host-local)`);
-    expect(report(result).error.message).toContain('give --proof network-only');
-    expect(result.stderr).not.toContain(stepLine('cordon'));
-    expect(await schedulable(t)).toBe(true);
+    const conf = '{"cniVersion":"0.4.0","name":"macvlan-pods","plugins":[{"type":"macvlan","master":"eth0","ipam":{"type":"whereabouts","range":"10.200.0.0/16"}}]}';
+    const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-whereabouts.conflist', conf);
+    expect(message).toContain(`${t.name}'s CNI network macvlan-pods allocates pod IPs with the whereabouts IPAM, which node-maint cannot read (it reads host-local)`);
+    expect(message).toContain('give --proof network-only');
   }));
 
   it.concurrent('a CNI config whose host-local dataDir climbs out with "..": refused (exit 10), nothing read or cleared there', onNode(async (t) => {
-    const conf = '/etc/cni/net.d/99-node-maint-test-datadir.conflist';
-    await t.sh(`printf '%s' '{"cniVersion":"0.4.0","name":"odd","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"/var/lib/../../etc","subnet":"10.201.0.0/24"}}]}' > ${conf}`);
-    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${conf}`));
-    expect(result.code, result.stderr).toBe(10);
-    expect(report(result).error.message).toContain(`names a host-local dataDir that is not a plain absolute path ("/var/lib/../../etc")`);
-    expect(result.stderr).not.toContain(stepLine('cordon'));
-    expect(await schedulable(t)).toBe(true);
+    const conf = '{"cniVersion":"0.4.0","name":"odd","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":"/var/lib/../../etc","subnet":"10.201.0.0/24"}}]}';
+    const message = await refusedWithFile(t, '/etc/cni/net.d/99-node-maint-test-datadir.conflist', conf);
+    expect(message).toContain(`names a host-local dataDir that is not a plain absolute path ("/var/lib/../../etc")`);
   }));
 
   it.concurrent('no crictl on the node: refused (exit 10), since the runtime network could not be checked', onNode(async (t) => {

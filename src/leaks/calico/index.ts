@@ -1,4 +1,4 @@
-import { ApiError, type Cluster } from '../../cluster/api.js';
+import { isNotFound, type Cluster } from '../../cluster/api.js';
 import { isTerminal, podIps, podKey } from '../../cluster/pods.js';
 import { listAll } from '../../cluster/list.js';
 import type { Node, Pod } from '../../cluster/types.js';
@@ -14,7 +14,7 @@ async function hasCalico(cluster: Cluster): Promise<boolean> {
     await cluster.get(GROUP);
     return true;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return false;
+    if (isNotFound(e)) return false;
     throw e;
   }
 }
@@ -43,7 +43,7 @@ export async function readCalicoView(cluster: Cluster): Promise<CalicoView | und
       podIps: podIpMap,
     };
   } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return undefined;
+    if (isNotFound(e)) return undefined;
     throw e;
   }
 }
