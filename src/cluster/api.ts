@@ -2,6 +2,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import pRetry from 'p-retry';
 import { RunbookError } from '../errors.js';
+import { closedUnderUs, keepAlive } from './keep-alive.js';
 
 type KubeConfig = import('./client-node.js').KubeConfig;
 
@@ -199,13 +200,17 @@ export class Cluster {
       ...(timeoutMs > 0 ? { timeout: timeoutMs } : {}),
     };
     await this.kc.applyToHTTPSOptions(options);
+    keepAlive(options, url.protocol);
     this.counter.sent++;
     return { url, options, send: url.protocol === 'http:' ? httpRequest : httpsRequest };
   }
 
-  private async send<T>(method: string, path: string, body: unknown, contentType: string, timeoutMs: number): Promise<T> {
+  private async send<T>(method: string, path: string, body: unknown, contentType: string, timeoutMs: number, firstTry = true): Promise<T> {
     const { url, options, send } = await this.prepare(method, path, body, contentType, timeoutMs);
     const payload = body === undefined ? undefined : JSON.stringify(body);
+    // Sized always: Node sends a DELETE's body neither chunked nor sized, and on a kept connection the apiserver
+    // then reads that body as the next request.
+    if (payload !== undefined) options.headers = { ...options.headers, 'Content-Length': Buffer.byteLength(payload) };
     return new Promise<T>((resolve, reject) => {
       const req = send(options, (res) => {
         const chunks: Buffer[] = [];
@@ -229,9 +234,10 @@ export class Cluster {
         res.on('error', (cause) => reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} broke off its answer`, { cause })));
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${timeoutMs} ms`)));
-      req.on('error', (cause) =>
-        reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} did not answer`, { cause })),
-      );
+      req.on('error', (cause) => {
+        if (firstTry && closedUnderUs(cause, req.reusedSocket)) return resolve(this.send<T>(method, path, body, contentType, timeoutMs, false));
+        reject(new RunbookError('unreachable', `the Kubernetes API at ${this.server} did not answer`, { cause }));
+      });
       if (payload !== undefined) req.write(payload);
       req.end();
     });

@@ -1,9 +1,7 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, Cluster, retryAfterMs } from '../../../src/cluster/api.js';
+import { loopbackApi } from './loopback-api.js';
 
 // A loopback server that answers like a throttled apiserver: 429 with Retry-After, as API Priority and Fairness does.
 describe('a throttled Kubernetes API (429 with Retry-After)', () => {
@@ -13,7 +11,7 @@ describe('a throttled Kubernetes API (429 with Retry-After)', () => {
   let throttleLeft = 0;
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
+    ({ server, kubeconfig } = await loopbackApi((req, res) => {
       seen.push({ path: req.url ?? '', at: Date.now() });
       if (req.url?.endsWith('/eviction')) {
         res.writeHead(429, { 'Content-Type': 'application/json' }).end(JSON.stringify({ kind: 'Status', reason: 'TooManyRequests', message: "Cannot evict pod as it would violate the pod's disruption budget.", code: 429 }));
@@ -22,12 +20,7 @@ describe('a throttled Kubernetes API (429 with Retry-After)', () => {
       } else {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ kind: 'NodeList', items: [] }));
       }
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const dir = mkdtempSync('/tmp/node-maint-throttle-');
-    kubeconfig = join(dir, 'kubeconfig');
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "${url}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`);
+    }));
   });
   afterAll(() => server.close());
 
