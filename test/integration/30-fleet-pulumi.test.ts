@@ -75,6 +75,20 @@ describe('pulumi up: fleet-wide runtime upgrades', () => {
     const again = await stack.run(['up', '--yes', '--skip-preview']);
     expect(again.stdout).toMatch(/5 unchanged/);
   });
+
+  it('a failed pulumi up leaves the stack outputs of the last up that finished', async () => {
+    const before = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    // A version no archive has: the first node's preflight refuses it, nothing changes, the up fails.
+    await stack.set('targets', JSON.stringify({ containerd: '9.9.9-1' }));
+    try {
+      const failed = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+      expect(failed.code).not.toBe(0);
+      expect(failed.stdout).toMatch(new RegExp(`${names()[0]}: failed \\(exit 10\\)`));
+      expect(JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout)).toEqual(before);
+    } finally {
+      await stack.set('targets', JSON.stringify({ containerd: bed().containerd.new }));
+    }
+  });
 });
 
 describe('pulumi up with one node made to fail', () => {
