@@ -1,6 +1,6 @@
 import { Cluster } from '../cluster/api.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
-import { readNodeState } from '../node/state/index.js';
+import { readInstalledVersions } from '../node/packages/index.js';
 import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
 import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { RunReport } from '../runbook/report.js';
@@ -113,7 +113,7 @@ export async function markSkipped(inputs: NodeUpgradeInputs, runId: string, reas
 /** The installed versions of the target packages, read-only. */
 export async function observeVersions(connection: NodeConnection, sshKey: string | undefined, packages: string[]): Promise<Record<string, string>> {
   return withTransport(connection, sshKey, async (transport) => {
-    const state = await readNodeState(transport);
-    return Object.fromEntries(packages.map((p) => [p, state.packages[p] ?? 'not installed']));
+    const installed = await readInstalledVersions(transport, packages);
+    return Object.fromEntries(packages.map((p) => [p, installed[p] || 'not installed']));
   });
 }

@@ -3,4 +3,4 @@
  * the node hosts (the kubelets and containerds of kind nodes on a CI runner), which are not the node's daemons.
  */
 export const ownPidsScript = (name: string) =>
-  `for p in $(pidof ${name} 2>/dev/null); do [ "$(readlink /proc/$p/ns/pid)" = "$(readlink /proc/$$/ns/pid)" ] && echo "$p"; done`;
+  `for p in $(pidof ${name} 2>/dev/null); do [ /proc/$p/ns/pid -ef /proc/$$/ns/pid ] && echo "$p"; done`;

@@ -1,6 +1,7 @@
 import type { Cluster } from '../cluster/api.js';
 import { detectNetwork, type NetworkInfo } from '../node/cni/network-mode.js';
 import { detectFlavor } from '../node/runtime/flavor.js';
+import { readInstalledVersions } from '../node/packages/index.js';
 import { readNodeState } from '../node/state/index.js';
 import type { NodeState } from '../node/state/types.js';
 import { FencedTransport } from '../node/transport/fenced.js';
@@ -31,9 +32,15 @@ export function makeContext(input: ContextInput): RunContext {
   const { options, journal, keeper, emit } = input;
   let cached: NodeState | undefined;
   let network: NetworkInfo | undefined;
+  // A fresh read right after one (one step's check, the next one's plan) with no command on the node between them
+  // would read the same: it is taken from the last read, which is under a second old. State reads cost the node CPU.
+  let readAt = 0;
+  let commandSinceRead = true;
   const fence = () => keeper.fence();
   const progress = (message: string) => emit({ type: 'progress', step: input.currentStep(), message });
-  const transport = new FencedTransport(input.transport, fence);
+  const transport = new FencedTransport(input.transport, fence, () => (commandSinceRead = true));
+  const reader = new FencedTransport(input.transport, fence);
+  const unchangedSinceRead = () => cached !== undefined && !commandSinceRead && Date.now() - readAt < 1_000;
   const ctx: RunContext = {
     options,
     runId: journal.runId,
@@ -43,9 +50,13 @@ export function makeContext(input: ContextInput): RunContext {
     resuming: input.resuming,
     planned: {},
     async nodeState(o = {}) {
-      if (!cached || o.fresh) cached = await readNodeState(transport, options.commandTimeoutSeconds * 1000);
+      if (cached && (!o.fresh || unchangedSinceRead())) return cached;
+      commandSinceRead = false;
+      cached = await readNodeState(reader, options.commandTimeoutSeconds * 1000);
+      readAt = Date.now();
       return cached;
     },
+    installedVersions: (packages) => readInstalledVersions(reader, packages),
     async network() {
       if (!network) {
         const state = await ctx.nodeState();

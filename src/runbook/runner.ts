@@ -3,7 +3,6 @@ import pRetry from 'p-retry';
 import type { Cluster } from '../cluster/api.js';
 import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
-import { versionsOf } from '../node/state/index.js';
 import { ConnectionLostError, type Transport } from '../node/transport/types.js';
 import { STEPS } from '../steps/index.js';
 import type { PreflightPlan } from '../steps/preflight.js';
@@ -337,5 +336,5 @@ function mergeJournal(steps: StepReport[], journal: Journal): StepReport[] {
 }
 
 async function installedVersions(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
-  return versionsOf(await ctx.nodeState({ fresh: true }), packages);
+  return ctx.installedVersions(packages);
 }

@@ -43,6 +43,8 @@ export interface RunContext {
   readonly planned: Partial<Record<string, StepPlan>>;
   /** The node's state: one round trip, cached until a step changes the node (fresh: true reads again). */
   nodeState(options?: { fresh?: boolean }): Promise<NodeState>;
+  /** The cleanly installed version of each package ('' where none), read from dpkg now. */
+  installedVersions(packages: string[]): Promise<Record<string, string>>;
   /** Runtime flavor and network, fixed at preflight. */
   network(): Promise<NetworkInfo>;
   /** A line of progress under the current step. */

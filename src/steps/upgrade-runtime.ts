@@ -1,7 +1,6 @@
 import { availableVersionsScript, installScript, parseAvailableVersions, refreshScript } from '../node/packages/index.js';
 import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
 import { runtimeUnits } from '../node/runtime/flavor.js';
-import { versionsOf } from '../node/state/index.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
@@ -22,7 +21,7 @@ async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
 
 /** "containerd 1.6.20~ds1-1+deb12u2 (want 1.6.20~ds1-1+deb12u3)" for each package not cleanly at its version. */
 async function notInstalled(ctx: RunContext, versions: Record<string, string>): Promise<string[]> {
-  const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(versions));
+  const installed = await ctx.installedVersions(Object.keys(versions));
   return Object.entries(versions).filter(([p, v]) => installed[p] !== v).map(([p, v]) => `${p} ${installed[p] || 'not cleanly installed'} (want ${v})`);
 }
 
@@ -59,7 +58,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
   async plan(ctx) {
     const units = unitsOf(ctx);
     // A package a killed dpkg left half-installed is at no version: it is installed again.
-    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(ctx.options.targets));
+    const installed = await ctx.installedVersions(Object.keys(ctx.options.targets));
     const install = Object.fromEntries(Object.entries(ctx.options.targets).filter(([p, v]) => installed[p] !== v));
     const down = await downUnits(ctx, units);
     const changing = Object.keys(install).length > 0;
@@ -89,7 +88,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
   async rollback(ctx) {
     const prior = ctx.journal.prior!;
     const units = unitsOf(ctx);
-    const installed = versionsOf(await ctx.nodeState({ fresh: true }), Object.keys(prior.packages));
+    const installed = await ctx.installedVersions(Object.keys(prior.packages));
     const back = Object.fromEntries(Object.entries(prior.packages).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
       await install(ctx, back, units);

@@ -1,4 +1,5 @@
 import { command } from '../transport/quote.js';
+import { run, type Transport } from '../transport/index.js';
 import type { PackageDb, PackageRecord } from '../state/types.js';
 
 // The node's package manager (apt and dpkg: the only one tested; RPM nodes are refused in preflight): what versions
@@ -50,6 +51,13 @@ export function parsePackageDb(lines: string[], lockLines: string[], interrupted
 /** Installed and configured versions only: a half-installed package is not "at" any version. */
 export function cleanVersions(db: PackageDb): Record<string, string> {
   return Object.fromEntries(Object.entries(db.records).filter(([, r]) => r.status === 'installed' && r.version).map(([n, r]) => [n, r.version]));
+}
+
+/** The cleanly installed version of each package ('' where none), from dpkg alone: a version check needs no state read. */
+export async function readInstalledVersions(transport: Transport, packages: string[]): Promise<Record<string, string>> {
+  const text = await run(transport, `{ ${installedScript(packages)}; } || true`);
+  const clean = cleanVersions(parsePackageDb(text.split('\n').filter(Boolean), [], false));
+  return Object.fromEntries(packages.map((p) => [p, clean[p] ?? '']));
 }
 
 /** Packages a dpkg run interrupted or failed on, as "containerd (half-configured)". */

@@ -49,7 +49,9 @@ sec dpkg-locks
 sec dpkg-journal
 { ${DPKG_INTERRUPTED_SCRIPT}; } | body
 sec services
-for u in ${UNITS.join(' ')}; do echo "Unit=$u"; systemctl show -p LoadState,ActiveState,MainPID,ExecStart "$u" 2>/dev/null; done | body
+# One systemctl for all units: it prints their properties in the order asked, a blank line between two units.
+systemctl show -p LoadState,ActiveState,MainPID,ExecStart ${UNITS.join(' ')} 2>/dev/null \
+  | awk -v units='${UNITS.join(' ')}' 'BEGIN { n = split(units, u, " "); i = 1; print "Unit=" u[1] } /^$/ { if (++i <= n) print "Unit=" u[i]; next } { print }' | body
 sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
   for p in $(${ownPidsScript('"$n"')}); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
@@ -82,8 +84,7 @@ ${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
 } > "$tmp/cache" &
 {
 # A listing that failed (timed out, refused) leaves its section out: "did not answer", never "nothing there".
-if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1 \\
-  && timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"; then
+if command -v docker >/dev/null 2>&1 && timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"; then
   sec docker up
   body < "$tmp/ps"
   sec docker-pids
@@ -93,8 +94,7 @@ if command -v docker >/dev/null 2>&1 && timeout 20 docker info >/dev/null 2>&1 \
 elif command -v docker >/dev/null 2>&1; then
   sec docker down
 fi
-if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 20 crictl info >/dev/null 2>&1 \\
-  && timeout 60 crictl pods -o json > "$tmp/pods" && timeout 60 crictl ps -a -o json > "$tmp/containers"; then
+if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 60 crictl pods -o json > "$tmp/pods" && timeout 60 crictl ps -a -o json > "$tmp/containers"; then
   sec crictl-pods
   body < "$tmp/pods"
   sec crictl-containers
@@ -107,7 +107,7 @@ sec netns
 # Each pin with its age and how many processes live in it: a sandbox being set up has a young pin and no process yet.
 # One pass over /proc counts the processes per net namespace ("net:[inode]"); a pin's inode is its namespace's.
 now=$(date +%s)
-ns_users=$(for p in /proc/[0-9]*/ns/net; do readlink "$p" 2>/dev/null; done | sort | uniq -c)
+ns_users=$(find /proc/[0-9]*/ns/net -maxdepth 0 -printf '%l\\n' 2>/dev/null | sort | uniq -c)
 for n in $(ls -1 ${STATE_DIRS.netns} 2>/dev/null); do
   st=$(stat -c '%i %Y' ${STATE_DIRS.netns}/"$n" 2>/dev/null || echo "0 $now")
   users=$(echo "$ns_users" | awk -v k="net:[\${st% *}]" '$2 == k {print $1}')

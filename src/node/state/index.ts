@@ -10,7 +10,3 @@ export async function readNodeState(transport: Transport, timeoutMs = 120_000): 
 
 export type * from './types.js';
 
-/** The installed versions of these packages ('' where one is not installed, or not cleanly). */
-export function versionsOf(state: NodeState, packages: string[]): Record<string, string> {
-  return Object.fromEntries(packages.map((p) => [p, state.packages[p] ?? '']));
-}

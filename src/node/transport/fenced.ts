@@ -2,7 +2,12 @@ import type { ExecOptions, ExecResult, Transport } from './types.js';
 
 /** A transport whose every command waits for the fence first: the run's Lease, held, before anything reaches the node. */
 export class FencedTransport implements Transport {
-  constructor(private readonly inner: Transport, private readonly fence: () => Promise<void>) {}
+  constructor(
+    private readonly inner: Transport,
+    private readonly fence: () => Promise<void>,
+    /** Told of every command sent (the context's cached state is then no longer the node's). */
+    private readonly onCommand: () => void = () => undefined,
+  ) {}
 
   get target(): string {
     return this.inner.target;
@@ -10,6 +15,7 @@ export class FencedTransport implements Transport {
 
   async exec(script: string, options?: ExecOptions): Promise<ExecResult> {
     await this.fence();
+    this.onCommand();
     return this.inner.exec(script, options);
   }
 
