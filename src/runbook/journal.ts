@@ -6,6 +6,8 @@ import type { NetworkMode, RuntimeFlavor } from '../node/state/types.js';
 export interface PriorState {
   unschedulable: boolean;
   kubeletActive: boolean;
+  /** The systemd unit kubelet ran under (from its cgroup); absent in journals written before it was read: kubelet. */
+  kubeletUnit?: string;
   packages: Record<string, string>;
   /** Packages held (apt-mark hold) before the run: held again after any install, rollback included. */
   held: string[];
@@ -86,3 +88,6 @@ export function stepsToUndo(journal: Journal, order: readonly string[]): string[
   const acted = new Set<StepStatus>(['applying', 'done', 'failed', 'rollback-failed']);
   return [...order].reverse().filter((name) => acted.has(journal.steps[name]?.status as StepStatus));
 }
+
+/** The unit that runs this node's kubelet: the one it ran under before the run, else kubelet.service. */
+export const kubeletUnitOf = (journal: Journal) => journal.prior?.kubeletUnit ?? 'kubelet';

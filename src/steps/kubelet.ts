@@ -3,11 +3,13 @@ import { RunbookError } from '../errors.js';
 import { ownPidsScript } from '../node/processes.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
+import { kubeletUnitOf } from '../runbook/journal.js';
 import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js';
 import { waitUntil } from '../wait.js';
 
 async function kubeletActive(ctx: RunContext): Promise<boolean> {
-  return parseUnitStates(await run(ctx.transport, unitStatesScript(['kubelet']))).get('kubelet') === true;
+  const unit = kubeletUnitOf(ctx.journal);
+  return parseUnitStates(await run(ctx.transport, unitStatesScript([unit]))).get(unit) === true;
 }
 
 /**
@@ -20,7 +22,7 @@ async function startKubeletUnit(ctx: RunContext): Promise<number> {
   const out = await run(
     ctx.transport,
     // The process's start in whole seconds, rounded down (etimes is rounded down, so one second is taken off).
-    `date +%s && ${startUnitsScript(['kubelet'])} && { p=${pid}; [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true; }`,
+    `date +%s && ${startUnitsScript([kubeletUnitOf(ctx.journal)])} && { p=${pid}; [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true; }`,
     { timeoutMs: 120_000 },
   );
   const [before, processStart] = out.trim().split('\n').map((l) => Number.parseInt(l, 10));
@@ -28,7 +30,7 @@ async function startKubeletUnit(ctx: RunContext): Promise<number> {
 }
 
 async function stopKubeletAndWait(ctx: RunContext): Promise<void> {
-  await run(ctx.transport, stopUnitsScript(['kubelet']), { timeoutMs: 120_000 });
+  await run(ctx.transport, stopUnitsScript([kubeletUnitOf(ctx.journal)]), { timeoutMs: 120_000 });
   await waitUntilKubeletGone(ctx);
 }
 
@@ -37,8 +39,9 @@ async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
   await waitUntil(
     'kubelet to stop',
     async () => {
-      const out = await run(ctx.transport, `${unitStatesScript(['kubelet'])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
-      return !parseUnitStates(out).get('kubelet') && !out.includes('running') ? true : 'still running';
+      const unit = kubeletUnitOf(ctx.journal);
+      const out = await run(ctx.transport, `${unitStatesScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
+      return !parseUnitStates(out).get(unit) && !out.includes('running') ? true : 'still running';
     },
     { timeoutMs: 30_000, intervalMs: 500 },
   );
@@ -55,7 +58,7 @@ export const stopKubelet: Step = {
   undo: 'start kubelet if it ran before the run, and wait for the node to be Ready',
   async plan(ctx) {
     if (!(await kubeletActive(ctx))) return { actions: [], summary: 'kubelet is not running' };
-    return { actions: ['systemctl stop kubelet'], summary: 'will stop kubelet' };
+    return { actions: [`systemctl stop ${kubeletUnitOf(ctx.journal)}`], summary: 'will stop kubelet' };
   },
   async apply(ctx) {
     await stopKubeletAndWait(ctx);
@@ -81,10 +84,10 @@ export const startKubelet: Step = {
   async plan(ctx) {
     const starting = ctx.options.dryRun ? earlierStepActs(ctx, 'stop-kubelet') || !(await kubeletActive(ctx)) : !(await kubeletActive(ctx));
     const wait = 'wait for PodCIDR, Ready and the runtime network';
-    return { actions: starting ? ['systemctl start kubelet', wait] : [wait], summary: starting ? 'will start kubelet and wait' : 'kubelet running; will wait for readiness' };
+    return { actions: starting ? [`systemctl start ${kubeletUnitOf(ctx.journal)}`, wait] : [wait], summary: starting ? 'will start kubelet and wait' : 'kubelet running; will wait for readiness' };
   },
   async apply(ctx, plan) {
-    const startedAt = plan.actions.includes('systemctl start kubelet') ? await startKubeletUnit(ctx) : undefined;
+    const startedAt = plan.actions.includes(`systemctl start ${kubeletUnitOf(ctx.journal)}`) ? await startKubeletUnit(ctx) : undefined;
     return waitUntilNodeReady(ctx, startedAt);
   },
   async verify(ctx) {

@@ -47,6 +47,9 @@ export const preflight: Step<PreflightPlan> = {
     if (state.refusedDataDirs.length > 0) {
       throw refuse(`${options.node}'s CNI config names a host-local dataDir that is not a plain absolute path (${state.refusedDataDirs.map((d) => JSON.stringify(d)).join(', ')}): node-maint clears every IPAM directory it reads, so it reads none it cannot pin down; fix the config`);
     }
+    if (state.kubeletUnit && state.kubeletUnit.unit === null) {
+      throw refuse(`kubelet runs on ${options.node} (PID ${state.kubeletUnit.pid}) outside any systemd service (cgroup ${state.kubeletUnit.cgroup || 'unknown'}): node-maint stops and starts kubelet through its unit, and could not stop this one; run kubelet under a systemd unit`);
+    }
     if (!state.tools.has('crictl')) throw refuse(`${options.node} has no crictl: the runtime's sandboxes and network readiness could not be checked (install cri-tools)`);
     checkPackages(ctx, state);
     const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;
@@ -58,7 +61,8 @@ export const preflight: Step<PreflightPlan> = {
     }
     const prior: PriorState = journal.prior ?? {
       unschedulable: node.spec.unschedulable === true,
-      kubeletActive: state.services.kubelet?.active === true,
+      kubeletActive: state.kubeletUnit !== undefined || state.services.kubelet?.active === true,
+      kubeletUnit: state.kubeletUnit?.unit ?? 'kubelet',
       packages: Object.fromEntries(Object.keys(options.targets).map((p) => [p, state.packages[p]!])),
       held: Object.entries(state.packageDb.records).filter(([, r]) => r.held).map(([p]) => p),
       runtimeServices: servicesOfUpgrade(flavor, Object.keys(options.targets)).filter((u) => state.services[u]?.active),
@@ -77,6 +81,7 @@ export const preflight: Step<PreflightPlan> = {
     }
     const summary = [
       `${flavor}+${net.mode}${net.ipam ? ` (IPAM ${net.ipam})` : ''}`,
+      ...(prior.kubeletUnit && prior.kubeletUnit !== 'kubelet' ? [`kubelet runs as ${prior.kubeletUnit}.service`] : []),
       ...(options.proof === 'network-only' ? ['proof: network only (the IPAM is not checked)'] : []),
       ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p] || 'not cleanly installed'} -> ${v}`),
       ...(prior.held.length > 0 ? [`held: ${prior.held.join(', ')} (kept)`] : []),

@@ -398,6 +398,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     if [ -f /run/node-maint-test-faults/kubelet-extra-args ]; then rm -f /run/node-maint-test-faults/kubelet-extra-args; date +%s; systemctl restart kubelet; fi
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
     find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
+    # kubelet under a unit of another name (test 15): back under kubelet.service.
+    if [ -f /etc/systemd/system/kubelet-custom.service ]; then systemctl stop kubelet-custom; rm -f /etc/systemd/system/kubelet-custom.service; systemctl daemon-reload; fi
     if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
     # An apt of a run killed meanwhile may still be at work (a run's commands finish on the node): waited for.
     for _ in $(seq 300); do pgrep -x apt-get >/dev/null || pgrep -x dpkg >/dev/null || break; sleep 1; done

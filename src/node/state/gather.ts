@@ -56,6 +56,13 @@ sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
   for p in $(${ownPidsScript('"$n"')}); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
 done | body
+# The unit that runs kubelet, from its systemd cgroup (cgroup v1's name=systemd line, or v2's): kubelet may run under
+# another unit than kubelet.service (snap.kubelet.daemon), or under none.
+sec kubelet-unit
+for p in $(${ownPidsScript('kubelet')}); do
+  cg=$(awk -F: '$2 == "name=systemd" || ($1 == "0" && $2 == "") {print $3; exit}' "/proc/$p/cgroup" 2>/dev/null)
+  printf '%s\t%s\t%s\n' "$p" "$(echo "$cg" | tr '/' '\n' | grep '\.service$' | tail -n 1)" "$cg"; break
+done | body
 # kubeadm keeps kubelet's flags in an environment file its unit expands, and the runtime endpoint in its config.
 sec kubelet-env
 for f in /var/lib/kubelet/kubeadm-flags.env /etc/default/kubelet; do [ -f "$f" ] && cat "$f"; done | body

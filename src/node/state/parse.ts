@@ -109,6 +109,8 @@ export function parseNodeState(output: string): NodeState {
     } else unitLines.push(line);
   }
   flushUnit();
+  const [pid, unit, cgroup] = (one('kubelet-unit')?.lines[0] ?? '').split('\t');
+  if (pid) state.kubeletUnit = { pid: Number(pid), unit: unit ? unit.replace(/\.service$/, '') : null, cgroup: cgroup ?? '' };
   for (const line of one('processes')?.lines ?? []) {
     const [name, , cmdline] = line.split('\t');
     if (name && cmdline && !state.processes[name]) state.processes[name] = cmdline.trim();

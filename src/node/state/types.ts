@@ -117,6 +117,11 @@ export interface NodeState {
   packages: Record<string, string>;
   packageDb: PackageDb;
   services: Record<string, ServiceState>;
+  /**
+   * The systemd unit kubelet runs under, read from its cgroup: undefined when no kubelet runs, null when it runs
+   * outside any service (started by hand, a scope), which node-maint cannot stop and start again.
+   */
+  kubeletUnit?: { unit: string | null; pid: number; cgroup: string };
   /** Command lines of running daemons (kubelet, cri-dockerd, containerd, dockerd), by process name. */
   processes: Record<string, string>;
   /** kubelet flags kept outside its unit: kubeadm-flags.env, /etc/default/kubelet, its config file's runtime fields. */

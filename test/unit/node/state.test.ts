@@ -79,6 +79,18 @@ describe('kubelet flags where kubeadm keeps them', () => {
   });
 });
 
+describe('the unit kubelet runs under, from its cgroup', () => {
+  const read = (line: string) => parseNodeState(`@@kubelet-unit\n${line}@@end\n`).kubeletUnit;
+  it('names the service, however it is named and wherever its cgroup sits', () => {
+    expect(read('|812\tsnap.kubelet.daemon.service\t/system.slice/snap.kubelet.daemon.service\n')).toEqual({ pid: 812, unit: 'snap.kubelet.daemon', cgroup: '/system.slice/snap.kubelet.daemon.service' });
+    expect(read('|90\tkubelet-custom.service\t/docker/ab12/system.slice/kubelet-custom.service\n')?.unit).toBe('kubelet-custom');
+  });
+  it('tells a kubelet outside any service (null) from no kubelet at all (undefined)', () => {
+    expect(read('|4242\t\t/user.slice/session-3.scope\n')).toEqual({ pid: 4242, unit: null, cgroup: '/user.slice/session-3.scope' });
+    expect(read('')).toBeUndefined();
+  });
+});
+
 describe('docker and containerd on one node', () => {
   // The fleet host's fixture, with one containerd sandbox in crictl's list.
   const pod = { id: 'c'.repeat(64), state: 'SANDBOX_READY', metadata: { name: 'web-1', namespace: 'demo', uid: 'u-1' }, createdAt: '1700000000000000000' };

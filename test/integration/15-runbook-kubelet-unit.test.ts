@@ -1,0 +1,58 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { bed, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { report, stepLine } from './faults.js';
+import { useNodes } from './pool.js';
+import { containerdOn } from './pulumi.js';
+
+// kubelet as production nodes may run it: under a unit of another name (a snap's snap.kubelet.daemon, a site's own
+// kubelet-custom), or started by hand outside any unit. The unit is read from kubelet's cgroup, not assumed.
+const [t] = useNodes('any');
+const CUSTOM = '/etc/systemd/system/kubelet-custom.service';
+const isActive = async (unit: string) => (await t.sh(`systemctl is-active ${unit} || true`)).trim();
+const readyAfter = async (since: number) =>
+  waitFor(async () => {
+    const ready = (await kubectlJson('get', 'node', t.name)).status.conditions.find((c: any) => c.type === 'Ready');
+    return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime) >= since;
+  }, 120_000, `${t.name} Ready`);
+const nodeClock = async () => Number((await t.sh('date +%s')).trim()) * 1000;
+
+afterAll(async () => {
+  await t.sh(`systemctl stop kubelet-custom 2>/dev/null; rm -f ${CUSTOM}; systemctl daemon-reload; systemctl start kubelet`);
+});
+
+describe('kubelet under a unit of another name', () => {
+  it('is stopped and started through that unit, and the upgrade goes through', async () => {
+    // The bed's kubelet unit, as a unit of another name; kubelet.service itself left stopped (and loaded).
+    await t.sh(`systemctl cat kubelet | grep -v '^# /' > ${CUSTOM} && systemctl daemon-reload && systemctl stop kubelet && systemctl start kubelet-custom`);
+    await readyAfter(await nodeClock());
+    const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+    expect(result.code, result.stderr).toBe(0);
+    const steps = report(result).steps as Array<{ name: string; summary: string }>;
+    expect(steps.find((s) => s.name === 'preflight')!.summary).toContain('kubelet runs as kubelet-custom.service');
+    expect(steps.find((s) => s.name === 'stop-kubelet')!.summary).toBe('kubelet stopped');
+    expect(await containerdOn(t)).toBe(bed().containerd.new);
+    expect(await isActive('kubelet-custom')).toBe('active');
+    expect(await isActive('kubelet')).toBe('inactive');
+  });
+});
+
+describe('kubelet outside any unit', () => {
+  it('is refused in preflight (exit 10), naming its PID, before anything changes', async () => {
+    await t.sh(`systemctl stop kubelet-custom kubelet`);
+    const since = await nodeClock();
+    // Started by hand: in the node's root cgroup, no service around it.
+    const pid = (await t.sh(`setsid /usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/testbed/kubeconfig </dev/null >/var/log/kubelet-by-hand.log 2>&1 & echo $!`)).trim();
+    try {
+      await readyAfter(since);
+      const before = await containerdOn(t);
+      const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new === before ? bed().containerd.old : bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect(result.code, result.stderr).toBe(10);
+      expect(report(result).error.message).toMatch(new RegExp(`kubelet runs on ${t.name} \\(PID ${pid}\\) outside any systemd service`));
+      expect(result.stderr).not.toContain(stepLine('cordon'));
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+      expect(await containerdOn(t)).toBe(before);
+    } finally {
+      await t.sh(`kill ${pid}; for _ in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.2; done`);
+    }
+  });
+});
