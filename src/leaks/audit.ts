@@ -5,6 +5,7 @@ import { detectCacheLeaks } from './detect/cache.js';
 import { detectIpamLeaks } from './detect/ipam.js';
 import { detectNetnsLeaks } from './detect/netns.js';
 import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating } from './detect/sandboxes.js';
+import { leftAloneLine } from '../node/cni/owners.js';
 import { liveness } from './liveness.js';
 import { auditVerdict, type AuditReport } from './types.js';
 
@@ -54,6 +55,7 @@ export function auditNode(input: AuditInput): AuditReport {
     findings,
     clusterFindings: input.calico?.cluster ?? [],
     ranges: ipam.ranges,
+    leftAlone: [leftAloneLine(state)].filter(Boolean),
     counts: {
       reservations: state.ipam.reduce((n, d) => n + d.reservations.length, 0),
       cacheEntries: state.cniCache.length,

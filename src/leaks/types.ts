@@ -76,6 +76,8 @@ export interface AuditReport {
   /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP): reported, never counted. */
   clusterFindings: Finding[];
   ranges: RangeUsage[];
+  /** What the audit left alone: other CNI users' cache entries and host-local directories (podman), not Kubernetes'. */
+  leftAlone: string[];
   counts: { reservations: number; cacheEntries: number; checkpoints: number; sandboxes: number; notReadySandboxes: number; pods: number };
 }
 

@@ -4,6 +4,7 @@ import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
 import { RunbookError } from '../errors.js';
 import type { Step, StepPlan } from '../runbook/step.js';
+import { leftAloneLine } from '../node/cni/owners.js';
 
 export interface ClearPlan extends StepPlan {
   files: string[];
@@ -16,7 +17,7 @@ const CLEARED_DIRS = () => [
   ...STATE_DIRS.cniCaches,
 ];
 
-/** What would leak if left: checkpoints, host-local reservations (not the lock), CNI cache entries. */
+/** What would leak if left: checkpoints, host-local reservations (not the lock), CNI cache entries; Kubernetes' only. */
 export function filesToClear(state: NodeState): string[] {
   return [
     ...state.checkpoints.map((c) => c.path),
@@ -24,6 +25,8 @@ export function filesToClear(state: NodeState): string[] {
     ...state.cniCache.map((e) => e.path),
   ];
 }
+
+const batches = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 function perDirectory(files: string[]): Array<[string, number]> {
   const counts = new Map<string, number>();
@@ -46,12 +49,13 @@ export const clearState: Step<ClearPlan> = {
     const state = await ctx.nodeState({ fresh: true });
     const files = filesToClear(state);
     const backup = backupPath(ctx.runId, 'state');
+    const leftAlone = leftAloneLine(state);
     return {
       files,
       backup,
       actions: files.length > 0 ? [`back up to ${backup}`, ...perDirectory(files).map(([dir, n]) => `remove ${n} file(s) from ${dir}`)] : [],
-      summary: files.length > 0 ? `${files.length} file(s) to back up and clear` : 'nothing left to clear',
-      detail: { files, backup },
+      summary: `${files.length > 0 ? `${files.length} file(s) to back up and clear` : 'nothing left to clear'}${leftAlone ? `; ${leftAlone}` : ''}`,
+      detail: { files, backup, leftAlone: [...state.foreign.cniCache.map((e) => e.path), ...state.foreign.ipam.map((d) => d.path)] },
     };
   },
   async apply(ctx, plan) {
@@ -60,19 +64,21 @@ export const clearState: Step<ClearPlan> = {
       throw new RunbookError('preflight', `refusing to clear state: ${state.runtimeReachable ? `${state.sandboxes.length} sandbox(es) still exist` : 'the runtime does not answer, so running sandboxes cannot be ruled out'}`);
     }
     const ipamDirs = state.ipam.map((d) => d.path);
-    const dirs = [...CLEARED_DIRS(), ...ipamDirs].map((p) => quote(p)).join(' ');
-    // Backed up whole, then emptied of files: host-local's lock file stays, as the plugin expects it.
+    // Backed up whole (other CNI users' files too: a backup never hurts), then only Kubernetes' files removed, read
+    // afresh: other users' entries and reservations, and host-local's lock, stay.
+    const files = filesToClear(state);
     const script = [
       'set -e',
       ...backupLines(plan.backup, [...CLEARED_DIRS(), ...ipamDirs]),
-      `for d in ${dirs}; do if [ -d "$d" ]; then find "$d" -mindepth 1 -maxdepth 1 -type f ! -name lock -delete; fi; done`,
+      ...batches(files, 200).map((batch) => `rm -f ${batch.map((p) => quote(p)).join(' ')}`),
     ].join('\n');
     const written = writtenBackup(await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
     if (written) {
       ctx.journal.backups.push(written);
       await ctx.saveJournal();
     }
-    return `${plan.files.length} file(s) cleared, backup ${plan.backup}`;
+    const leftAlone = leftAloneLine(state);
+    return `${files.length} file(s) cleared, backup ${plan.backup}${leftAlone ? `; ${leftAlone}` : ''}`;
   },
   async verify(ctx) {
     const left = filesToClear(await ctx.nodeState({ fresh: true }));

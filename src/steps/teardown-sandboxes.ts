@@ -2,6 +2,7 @@ import { getNode, podCidr } from '../cluster/nodes.js';
 import { parseReplayOutput, planReplay, replayScript, type DelReplay } from '../node/cni/replay.js';
 import { failedRemovals, removeSandboxesScript } from '../node/runtime/sandboxes.js';
 import type { NodeState, Sandbox } from '../node/state/types.js';
+import { leftAloneLine } from '../node/cni/owners.js';
 import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
 import type { Step, StepPlan } from '../runbook/step.js';
@@ -57,6 +58,7 @@ export const teardownSandboxes: Step<TeardownPlan> = {
     if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');
     const node = await getNode(ctx.cluster, ctx.options.node);
     const plan = planTeardown(state, podCidr(node));
+    const leftAlone = leftAloneLine(state);
     const actions = [
       ...plan.replays.map((r) => `CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (${r.ips.join(', ')})` : ''}${r.source === 'rebuilt' ? ' [config rebuilt]' : ''}`),
       ...plan.sandboxes.map((s) => `remove sandbox ${s.id.slice(0, 12)} (${s.namespace}/${s.name})`),
@@ -64,11 +66,12 @@ export const teardownSandboxes: Step<TeardownPlan> = {
     return {
       ...plan,
       actions,
-      summary: `${plan.replays.length} attachment(s) to tear down, ${plan.sandboxes.length} sandbox(es) to remove${plan.unreplayable.length ? `, ${plan.unreplayable.length} cache entr(ies) that cannot be replayed` : ''}`,
+      summary: `${plan.replays.length} attachment(s) to tear down, ${plan.sandboxes.length} sandbox(es) to remove${plan.unreplayable.length ? `, ${plan.unreplayable.length} cache entr(ies) that cannot be replayed` : ''}${leftAlone ? `; ${leftAlone}` : ''}`,
       detail: {
         sandboxes: plan.sandboxes.map((s) => ({ id: s.id, pod: `${s.namespace}/${s.name}`, ready: s.ready })),
         deletes: plan.replays.map((r) => ({ entry: r.entryPath, containerId: r.containerId, ips: r.ips, source: r.source })),
         unreplayable: plan.unreplayable,
+        leftAlone: state.foreign.cniCache.map((e) => e.path),
       },
     };
   },
@@ -100,7 +103,8 @@ export const teardownSandboxes: Step<TeardownPlan> = {
       ...plan.unreplayable.map((u) => `${u.entryPath}: ${u.reason}`),
     ];
     if (problems.length > 0) throw new Error(problems.join('; '));
-    return `${results.ok.size} attachment(s) torn down, ${state.sandboxes.length} sandbox(es) removed, ${checkpoints.length} checkpoint(s) removed`;
+    const leftAlone = leftAloneLine(state);
+    return `${results.ok.size} attachment(s) torn down, ${state.sandboxes.length} sandbox(es) removed, ${checkpoints.length} checkpoint(s) removed${leftAlone ? `; ${leftAlone}` : ''}`;
   },
   async verify(ctx, plan) {
     const state = await ctx.nodeState({ fresh: true });

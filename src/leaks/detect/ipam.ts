@@ -46,7 +46,8 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: stri
   // Leak class 7 (part): two allocator directories over the node's PodCIDR hand out the same addresses.
   for (const podCidr of podCidrs) {
     const inPodCidr = cidrContains(podCidr);
-    const overlapping = state.ipam.filter((d) => d.reservations.some((r) => inPodCidr(r.ip)));
+    // Another CNI user's network over the PodCIDR is a second allocator too: its addresses collide with pods'.
+    const overlapping = [...state.ipam, ...state.foreign.ipam].filter((d) => d.reservations.some((r) => inPodCidr(r.ip)));
     if (overlapping.length > 1) {
       findings.push({
         class: 'duplicate-network-dir',

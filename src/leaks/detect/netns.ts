@@ -8,7 +8,8 @@ export const NETNS_SETUP_GRACE_SECONDS = 60;
 // cache entries do not name the netns, so a pin some process still lives in (a sandbox's pause) is live too.
 export function detectNetnsLeaks(state: NodeState): Finding[] {
   if (!state.runtimeReachable) return [];
-  const referenced = new Set(state.cniCache.map((e) => e.netns?.split('/').pop()).filter(Boolean));
+  // A pin another CNI user's entry names (podman's) is that user's, not a leak.
+  const referenced = new Set([...state.cniCache, ...state.foreign.cniCache].map((e) => e.netns?.split('/').pop()).filter(Boolean));
   const inUse = (name: string) => {
     const a = state.netnsActivity[name];
     return a !== undefined && (a.processes > 0 || a.ageSeconds < NETNS_SETUP_GRACE_SECONDS);

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { parseCacheEntry } from '../cni/cache.js';
+import { setAsideForeign } from '../cni/owners.js';
 import { cleanVersions, parsePackageDb } from '../packages/index.js';
 import { parseReservation } from '../cni/host-local.js';
 import { parseCheckpoint } from '../runtime/checkpoint.js';
@@ -86,6 +87,7 @@ export function parseNodeState(output: string): NodeState {
     refusedDataDirs: [],
     ipam: [],
     cniCache: [],
+    foreign: { cniCache: [], ipam: [] },
     checkpoints: [],
     runtimeReachable: false,
     sandboxes: [],
@@ -146,6 +148,7 @@ export function parseNodeState(output: string): NodeState {
   }
   const answers = [...(dockerExpected ? [docker?.arg === 'up'] : []), ...(criExpected ? [criAnswered] : [])];
   state.runtimeReachable = answers.length > 0 ? answers.every(Boolean) : criAnswered;
+  setAsideForeign(state);
   return state;
 }
 

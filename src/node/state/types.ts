@@ -135,6 +135,8 @@ export interface NodeState {
   refusedDataDirs: string[];
   ipam: IpamDirectory[];
   cniCache: CniCacheEntry[];
+  /** Cache entries and host-local directories of CNI users other than kubelet's runtime (podman): never touched. */
+  foreign: { cniCache: CniCacheEntry[]; ipam: IpamDirectory[] };
   checkpoints: SandboxCheckpoint[];
   /** Whether the runtime answered; when false, sandboxes and containers are unknown rather than absent. */
   runtimeReachable: boolean;

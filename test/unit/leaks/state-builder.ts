@@ -24,6 +24,7 @@ export function emptyState(overrides: Partial<NodeState> = {}): NodeState {
     refusedDataDirs: [],
     ipam: [],
     cniCache: [],
+    foreign: { cniCache: [], ipam: [] },
     checkpoints: [],
     runtimeReachable: true,
     sandboxes: [],

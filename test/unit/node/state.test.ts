@@ -48,6 +48,7 @@ describe('parseNodeState where a network keeps host-local state elsewhere (kindn
   it('reads reservations under every dataDir the configs name, and only there', () => {
     const id = 'a'.repeat(64);
     const state = parseNodeState([
+      '@@dir /etc/cni/net.d', '|10-kindnet.conflist\t90\t1700000000', '@@file /etc/cni/net.d/10-kindnet.conflist', '|{"name": "kindnet", "plugins": [{"type": "ptp", "ipam": {"type": "host-local", "dataDir": "/run/cni-ipam-state"}}]}',
       '@@ipam-roots', '|/run/cni-ipam-state', '|/var/lib/cni/networks',
       '@@dir /run/cni-ipam-state/kindnet', '|10.244.1.7\t66\t1700000000', '@@file /run/cni-ipam-state/kindnet/10.244.1.7', `|${id}`, '|eth0',
       '@@dir /run/elsewhere/kindnet', '|10.244.1.8\t66\t1700000000', '@@file /run/elsewhere/kindnet/10.244.1.8', `|${id}`, '|eth0',

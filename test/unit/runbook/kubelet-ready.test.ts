@@ -56,6 +56,7 @@ describe('starting kubelet', () => {
   const ctx = (startOutput: { code: number; stdout: string }, heartbeat: number) =>
     ({
       options: { node: 'n1', readyTimeoutSeconds: 2 },
+      journal: { prior: { kubeletUnit: 'kubelet' } },
       cluster: { get: async () => node(heartbeat) },
       transport: { target: 'test', exec: async (script: string) => (script.includes('systemctl start') ? { ...startOutput, stderr: 'Unit kubelet.service not found.' } : { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined },
       progress: () => undefined,

@@ -1,0 +1,48 @@
+import { detectFlavor } from '../runtime/flavor.js';
+import type { CniCacheEntry, IpamDirectory, NodeState } from '../state/types.js';
+import { detectNetwork } from './network-mode.js';
+
+// A node may host CNI users besides kubelet's runtime: podman, a CI runner's containers, a VPN's namespace, each
+// with networks, cache entries and host-local reservations of its own. node-maint tears down, clears and audits only
+// kubelet's; the rest is left as it is and listed, so that a maintenance never cuts another user's network.
+
+/** containerd's CRI attaches every sandbox's loopback through libcni under this network name. */
+const CRI_LOOPBACK = 'cni-loopback';
+
+/** The networks kubelet's runtime attaches pods to: kubenet, or the first CNI config (the one CRI runtimes use). */
+export function kubeletNetworks(state: NodeState): Set<string> {
+  const net = detectNetwork(state, detectFlavor(state));
+  return new Set([net.networkName, CRI_LOOPBACK].filter(Boolean));
+}
+
+const podArgs = (e: CniCacheEntry) => (e.cniArgs ?? []).some(([k]) => k === 'K8S_POD_NAME' || k === 'K8S_POD_NAMESPACE');
+
+/**
+ * Moves every CNI cache entry and host-local directory that is not Kubernetes' into `state.foreign`. Kubernetes'
+ * are those of kubelet's networks, of a sandbox the runtime or a checkpoint knows, or made with the K8S_POD_*
+ * arguments kubelet's runtimes pass; an entry whose network cannot be read stays Kubernetes' (audited, not ignored).
+ */
+export function setAsideForeign(state: NodeState): void {
+  const networks = kubeletNetworks(state);
+  const sandboxes = new Set([...state.sandboxes.map((s) => s.id), ...state.checkpoints.map((c) => c.sandboxId)]);
+  const ours = (e: CniCacheEntry) => e.networkName === '' || networks.has(e.networkName) || sandboxes.has(e.containerId) || podArgs(e);
+  const foreignCache = state.cniCache.filter((e) => !ours(e));
+  const podNetworks = new Set(state.cniCache.filter(ours).map((e) => e.networkName));
+  const ownsDir = (d: IpamDirectory) => networks.has(d.network) || podNetworks.has(d.network) || d.reservations.some((r) => sandboxes.has(r.containerId));
+  const foreignIpam = state.ipam.filter((d) => !ownsDir(d));
+  state.cniCache = state.cniCache.filter(ours);
+  state.ipam = state.ipam.filter(ownsDir);
+  state.foreign = { cniCache: foreignCache, ipam: foreignIpam };
+}
+
+/** "left alone: 4 CNI cache entries and 1 host-local directory of other networks (podnet)", or '' when none. */
+export function leftAloneLine(state: NodeState): string {
+  const { cniCache, ipam } = state.foreign;
+  if (cniCache.length === 0 && ipam.length === 0) return '';
+  const names = [...new Set([...cniCache.map((e) => e.networkName), ...ipam.map((d) => d.network)])].sort();
+  const parts = [
+    ...(cniCache.length > 0 ? [`${cniCache.length} CNI cache entr${cniCache.length === 1 ? 'y' : 'ies'}`] : []),
+    ...(ipam.length > 0 ? [`${ipam.length} host-local director${ipam.length === 1 ? 'y' : 'ies'} (${ipam.reduce((n, d) => n + d.reservations.length, 0)} reservation(s))`] : []),
+  ];
+  return `left alone: ${parts.join(' and ')} of networks that are not Kubernetes' (${names.join(', ')})`;
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { leftAloneLine, setAsideForeign } from '../../../src/node/cni/owners.js';
+import type { NodeState } from '../../../src/node/state/types.js';
+import { auditNode } from '../../../src/leaks/audit.js';
+import { filesToClear } from '../../../src/steps/clear-state.js';
+import { id, kubenetNode, podOn } from '../leaks/state-builder.js';
+
+// A node that also runs podman: a bridge network "podnet" of its own, with cache entries (no K8S_* arguments),
+// host-local reservations and netns pins; and a pod with a second network through Multus (K8S_* arguments).
+function nodeWithPodman(podnetRange = '10.88.0'): NodeState {
+  const s = kubenetNode(2, 0);
+  s.cniConfFiles = [];
+  s.processes['cri-dockerd'] = '/usr/bin/cri-dockerd --network-plugin=kubenet';
+  const podman = (i: number) => `${'f'.repeat(60)}000${i}`;
+  for (const i of [1, 2]) {
+    s.cniCache.push({ path: `/var/lib/cni/results/podnet-${podman(i)}-eth0`, format: 'cniCacheV1', networkName: 'podnet', containerId: podman(i), ifName: 'eth0', netns: `/var/run/netns/podman-${i}`, cniArgs: [['IgnoreUnknown', '1']], ips: [`${podnetRange}.${i + 1}`], mtime: 0 });
+    s.netns.push(`podman-${i}`);
+    s.netnsActivity[`podman-${i}`] = { ageSeconds: 3_600, processes: 0 };
+  }
+  s.ipam.push({ network: 'podnet', path: '/var/lib/cni/networks/podnet', lastReserved: { 'last_reserved_ip.0': `${podnetRange}.3` }, reservations: [1, 2].map((i) => ({ network: 'podnet', ip: `${podnetRange}.${i + 1}`, path: `/var/lib/cni/networks/podnet/${podnetRange}.${i + 1}`, containerId: podman(i), ifName: 'eth0', mtime: 0 })) });
+  // Multus: the first pod's second network, of Kubernetes though not kubelet's own network.
+  s.cniCache.push({ path: `/var/lib/cni/results/macvlan-net-${id(1)}-net1`, format: 'cniCacheV1', networkName: 'macvlan-net', containerId: id(1), ifName: 'net1', cniArgs: [['K8S_POD_NAMESPACE', 'demo'], ['K8S_POD_NAME', 'p0']], ips: ['192.168.5.10'], mtime: 0 });
+  s.ipam.push({ network: 'macvlan-net', path: '/var/lib/cni/networks/macvlan-net', lastReserved: {}, reservations: [{ network: 'macvlan-net', ip: '192.168.5.10', path: '/var/lib/cni/networks/macvlan-net/192.168.5.10', containerId: id(1), ifName: 'net1', mtime: 0 }] });
+  setAsideForeign(s);
+  return s;
+}
+
+describe('other CNI users on the node', () => {
+  it('sets podman\'s entries and directory aside; kubelet\'s network and a pod\'s second network stay', () => {
+    const s = nodeWithPodman();
+    expect(s.foreign.cniCache.map((e) => e.networkName)).toEqual(['podnet', 'podnet']);
+    expect(s.foreign.ipam.map((d) => d.network)).toEqual(['podnet']);
+    expect(s.cniCache.map((e) => e.networkName).sort()).toEqual(['kubenet', 'kubenet', 'macvlan-net']);
+    expect(s.ipam.map((d) => d.network)).toEqual(['kubenet', 'macvlan-net']);
+    expect(leftAloneLine(s)).toBe("left alone: 2 CNI cache entries and 1 host-local directory (2 reservation(s)) of networks that are not Kubernetes' (podnet)");
+  });
+
+  it('never lists podman\'s files to clear, nor its pins as leaks', () => {
+    const s = nodeWithPodman();
+    expect(filesToClear(s).filter((f) => f.includes('podnet'))).toEqual([]);
+    const report = auditNode({ node: 'n', state: s, pods: [podOn('p0', '10.253.6.130'), podOn('p1', '10.253.6.131')], podCidr: '10.253.6.128/25' });
+    expect(report.findings).toEqual([]);
+    expect(report.leftAlone).toEqual([leftAloneLine(s)]);
+  });
+
+  it('still finds another user\'s network over the PodCIDR: a second allocator hands out pods\' addresses', () => {
+    const s = nodeWithPodman('10.253.6');
+    const report = auditNode({ node: 'n', state: s, pods: [podOn('p0', '10.253.6.130'), podOn('p1', '10.253.6.131')], podCidr: '10.253.6.0/24' });
+    expect(report.findings.map((f) => f.class)).toContain('duplicate-network-dir');
+  });
+
+  it('keeps an entry of a sandbox the runtime knows, whatever its network, and one whose network cannot be read', () => {
+    const s = kubenetNode(1, 0);
+    s.processes['cri-dockerd'] = '/usr/bin/cri-dockerd --network-plugin=kubenet';
+    s.cniCache.push({ path: '/var/lib/cni/results/other-x-eth1', format: 'cniCacheV1', networkName: 'other', containerId: id(1), ifName: 'eth1', ips: [], mtime: 0 });
+    s.cniCache.push({ path: '/var/lib/cni/results/garbled', format: 'unreadable', networkName: '', containerId: '', ifName: '', ips: [], mtime: 0 });
+    setAsideForeign(s);
+    expect(s.foreign.cniCache).toEqual([]);
+    expect(leftAloneLine(s)).toBe('');
+  });
+});
