@@ -38,6 +38,9 @@ export const preflight: Step<PreflightPlan> = {
     const net = await ctx.network();
     if (flavor === 'unknown') throw refuse(`no container runtime found on ${options.node} (no cri-docker, docker or containerd unit)`);
     if (!state.packageManager) throw refuse(`${options.node} has no apt-get and dpkg: only Debian and Ubuntu nodes are supported (RPM-based nodes are not)`);
+    if (state.kubeletUnit && state.kubeletUnit.unit === null) {
+      throw refuse(`kubelet runs on ${options.node} (PID ${state.kubeletUnit.pid}) outside any systemd service (cgroup ${state.kubeletUnit.cgroup || 'unknown'}): node-maint stops and starts kubelet through its unit, and could not stop this one; run kubelet under a systemd unit`);
+    }
     // A resumed run finds kubelet stopped and the node NotReady: that is our doing, not a reason to stop.
     if (!ctx.resuming && !isReady(node)) throw new RunbookError('nodeNotReady', `node ${options.node} is not Ready: ${readyMessage(node)}`);
     const controlPlane = isControlPlane(node, await listPodsOnNode(ctx.cluster, options.node));
@@ -46,9 +49,6 @@ export const preflight: Step<PreflightPlan> = {
     }
     if (state.refusedDataDirs.length > 0) {
       throw refuse(`${options.node}'s CNI config names a host-local dataDir that is not a plain absolute path (${state.refusedDataDirs.map((d) => JSON.stringify(d)).join(', ')}): node-maint clears every IPAM directory it reads, so it reads none it cannot pin down; fix the config`);
-    }
-    if (state.kubeletUnit && state.kubeletUnit.unit === null) {
-      throw refuse(`kubelet runs on ${options.node} (PID ${state.kubeletUnit.pid}) outside any systemd service (cgroup ${state.kubeletUnit.cgroup || 'unknown'}): node-maint stops and starts kubelet through its unit, and could not stop this one; run kubelet under a systemd unit`);
     }
     if (!state.tools.has('crictl')) throw refuse(`${options.node} has no crictl: the runtime's sandboxes and network readiness could not be checked (install cri-tools)`);
     checkPackages(ctx, state);

@@ -39,11 +39,10 @@ describe('kubelet under a unit of another name', () => {
 describe('kubelet outside any unit', () => {
   it('is refused in preflight (exit 10), naming its PID, before anything changes', async () => {
     await t.sh(`systemctl stop kubelet-custom kubelet`);
-    const since = await nodeClock();
-    // Started by hand: in the node's root cgroup, no service around it.
+    // Started by hand, in no service's cgroup. The node still shows Ready from before (the refusal comes first anyway).
     const pid = (await t.sh(`setsid /usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/testbed/kubeconfig </dev/null >/var/log/kubelet-by-hand.log 2>&1 & echo $!`)).trim();
     try {
-      await readyAfter(since);
+      await waitFor(async () => (await t.sh(`pidof kubelet || true`)).trim() === pid, 10_000, 'kubelet started by hand');
       const before = await containerdOn(t);
       const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new === before ? bed().containerd.old : bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
       expect(result.code, result.stderr).toBe(10);

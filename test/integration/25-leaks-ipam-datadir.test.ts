@@ -3,11 +3,12 @@ import { auditNode } from './bed.js';
 import { useNodes } from './pool.js';
 
 // kindnetd's host-local keeps its reservations in /run/cni-ipam-state (its conflist's ipam.dataDir), not in
-// /var/lib/cni/networks: the audit must read the dataDir each network config names. On a containerd node, a second
-// network configured as kindnetd configures it, with a reservation whose container never existed.
+// /var/lib/cni/networks: the audit must read the dataDir each network config names. On a containerd node, kindnetd's
+// network put first (as on a kind node, where it is kubelet's network; a later one would be another CNI user's, left
+// alone), with a reservation whose container never existed.
 const DEAD_ID = 'de'.repeat(32);
 const LEAK = '/run/cni-ipam-state/kindnet/10.99.0.5';
-const CONFLIST = '/etc/cni/net.d/20-kindnet.conflist';
+const CONFLIST = '/etc/cni/net.d/05-kindnet.conflist';
 const conflist = JSON.stringify({
   cniVersion: '0.3.1',
   name: 'kindnet',

@@ -33,6 +33,8 @@ export interface Testbed {
   prometheus: string;
   /** node-exporter's textfile directory, on this machine and at the same path on every pool node. */
   textfileDir: string;
+  /** cnitool (libcni's reference front end), copied onto a node to act as a CNI user that is not Kubernetes. */
+  cnitool: string;
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

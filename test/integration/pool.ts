@@ -23,6 +23,8 @@ export interface TestNode {
   dockerExecFlags: string[];
   /** A root shell on the node. */
   sh(script: string): Promise<string>;
+  /** Copies a file of this machine onto the node. */
+  put(localPath: string, nodePath: string): Promise<void>;
   /** Back where every test starts (resetPoolNode). */
   reset(): Promise<void>;
   /** The bed holds the runtime packages, as production nodes do. */
@@ -224,6 +226,7 @@ export function poolNode(name: string, ownNamespace = ''): TestNode {
     flags: ['--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(n.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts],
     dockerExecFlags: ['--kubeconfig', b.kubeconfig, '--transport', 'docker-exec', '--container', n.container, '--docker-host', b.bedDockerHost],
     sh: (script) => onNode(n.container, script),
+    put: async (localPath, nodePath) => void (await exec('docker', ['-H', b.bedDockerHost, 'cp', localPath, `${n.container}:${nodePath}`])),
     reset: () => resetPoolNode(t, ownNamespace),
     held: true,
   };

@@ -17,15 +17,30 @@ export function kubeletNetworks(state: NodeState): Set<string> {
 
 const podArgs = (e: CniCacheEntry) => (e.cniArgs ?? []).some(([k]) => k === 'K8S_POD_NAME' || k === 'K8S_POD_NAMESPACE');
 
+/** The names of the CNI configs on the node. */
+function configuredNetworks(state: NodeState): Set<string> {
+  const names = state.cniConfFiles.map((f) => {
+    try {
+      return (JSON.parse(f.content ?? '') as { name?: unknown }).name;
+    } catch {
+      return undefined;
+    }
+  });
+  return new Set(names.filter((n): n is string => typeof n === 'string'));
+}
+
 /**
  * Moves every CNI cache entry and host-local directory that is not Kubernetes' into `state.foreign`. Kubernetes'
  * are those of kubelet's networks, of a sandbox the runtime or a checkpoint knows, or made with the K8S_POD_*
- * arguments kubelet's runtimes pass; an entry whose network cannot be read stays Kubernetes' (audited, not ignored).
+ * arguments kubelet's runtimes pass. An entry that cannot tell (unreadable, or result-only from a libcni before 0.8,
+ * which kept no arguments) stays Kubernetes' (audited, never skipped unseen) unless it names another configured network.
  */
 export function setAsideForeign(state: NodeState): void {
   const networks = kubeletNetworks(state);
+  const others = new Set([...configuredNetworks(state)].filter((n) => !networks.has(n)));
   const sandboxes = new Set([...state.sandboxes.map((s) => s.id), ...state.checkpoints.map((c) => c.sandboxId)]);
-  const ours = (e: CniCacheEntry) => e.networkName === '' || networks.has(e.networkName) || sandboxes.has(e.containerId) || podArgs(e);
+  const ours = (e: CniCacheEntry) =>
+    networks.has(e.networkName) || sandboxes.has(e.containerId) || podArgs(e) || (e.format !== 'cniCacheV1' && !others.has(e.networkName));
   const foreignCache = state.cniCache.filter((e) => !ours(e));
   const podNetworks = new Set(state.cniCache.filter(ours).map((e) => e.networkName));
   const ownsDir = (d: IpamDirectory) => networks.has(d.network) || podNetworks.has(d.network) || d.reservations.some((r) => sandboxes.has(r.containerId));

@@ -49,13 +49,17 @@ describe('other CNI users on the node', () => {
     expect(report.findings.map((f) => f.class)).toContain('duplicate-network-dir');
   });
 
-  it('keeps an entry of a sandbox the runtime knows, whatever its network, and one whose network cannot be read', () => {
+  it('keeps an entry of a sandbox the runtime knows, whatever its network, and one that cannot tell its owner', () => {
     const s = kubenetNode(1, 0);
     s.processes['cri-dockerd'] = '/usr/bin/cri-dockerd --network-plugin=kubenet';
     s.cniCache.push({ path: '/var/lib/cni/results/other-x-eth1', format: 'cniCacheV1', networkName: 'other', containerId: id(1), ifName: 'eth1', ips: [], mtime: 0 });
     s.cniCache.push({ path: '/var/lib/cni/results/garbled', format: 'unreadable', networkName: '', containerId: '', ifName: '', ips: [], mtime: 0 });
+    // Result-only (libcni before 0.8): no arguments to tell by; kept unless it names another configured network.
+    s.cniCache.push({ path: `/var/lib/cni/results/ghost-net-${id(9)}-eth0`, format: 'legacy', networkName: 'ghost-net', containerId: id(9), ifName: 'eth0', ips: [], mtime: 0 });
+    s.cniCache.push({ path: `/var/lib/cni/results/podman-${id(8)}-eth0`, format: 'legacy', networkName: 'podman', containerId: id(8), ifName: 'eth0', ips: [], mtime: 0 });
+    s.cniConfFiles = [{ path: '/etc/cni/net.d/87-podman.conflist', name: '87-podman.conflist', size: 1, mtime: 0, content: '{"name": "podman", "plugins": []}' }];
     setAsideForeign(s);
-    expect(s.foreign.cniCache).toEqual([]);
-    expect(leftAloneLine(s)).toBe('');
+    expect(s.foreign.cniCache.map((e) => e.networkName)).toEqual(['podman']);
+    expect(s.cniCache.map((e) => e.networkName)).toEqual(['kubenet', 'other', '', 'ghost-net']);
   });
 });
