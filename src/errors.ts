@@ -33,7 +33,7 @@ export const EXIT_CODE_MEANINGS: Record<ExitCodeName, string> = {
   authentication: 'SSH authentication refused',
   blockedByBudget: 'drain blocked by a PodDisruptionBudget (found in preflight, nothing changed)',
   locked: 'another live run holds the node\'s Lease, or a holder declares a longer Lease than a run waits (a fence by hand): nothing changed',
-  preflight: 'preflight refused: version unavailable, runtime or crictl missing, control-plane node, low disk, dpkg unsound or locked, pods that cannot be drained in time, CNI cache entries that cannot be replayed, an IPAM the proof cannot read',
+  preflight: 'preflight refused: version unavailable, runtime or crictl missing, control-plane node, low disk, dpkg unsound or locked, pods that cannot be drained in time, CNI cache entries that cannot be replayed, an IPAM the proof cannot read, kubelet outside a systemd unit, an API permission the run needs missing (runbooks/rbac.yaml)',
   stepFailedRolledBack: 'a step failed before the point of no return and the node was rolled back (also: an unfinished run rolled back with --rollback)',
   rollbackFailed: 'a step failed and the rollback failed too: the node is left cordoned if its runtime or kubelet could not be restored; run the same command again to retry the rollback',
   leaksFound: 'the leak audit found leaks: before uncordon the node stays cordoned on the new runtime (reclaim, then run the same command to finish); after uncordon they are reported',

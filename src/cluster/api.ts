@@ -110,6 +110,11 @@ export class Cluster {
     return this.kc.getCurrentCluster()?.server ?? '';
   }
 
+  /** The kubeconfig's user for this context, as named there. */
+  get user(): string {
+    return this.kc.getCurrentUser()?.name ?? '(no user)';
+  }
+
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', options: RequestOptionsEx = {}): Promise<T> {
     if (method !== 'GET') await this.hooks.beforeWrite?.();
     const once = () => this.send<T>(method, path, body, contentType, options.timeoutMs ?? this.timeoutMs);

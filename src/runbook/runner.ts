@@ -13,6 +13,8 @@ import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
 import { HOOK_FLAGS, hooksOfStep, runHook } from './hooks.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { requirePermissions, upgradePermissions } from '../cluster/permissions.js';
+import { hasCalico } from '../leaks/calico/index.js';
 import { NodeMarker } from './node-marker.js';
 import { validateRunOptions, type RunOptions } from './options.js';
 import type { RunReport, StepReport } from './report.js';
@@ -53,6 +55,9 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     outageToleranceSeconds: options.outageToleranceSeconds,
     onLine: line,
   });
+  // What the run will ask of the API, asked first: a missing permission found after the cordon strands the node.
+  const wanted = upgradePermissions(options.leaseNamespace, await hasCalico(cluster)).filter((p) => !options.dryRun || !p.write);
+  await requirePermissions(cluster.withHooks({ onRetry: line }), wanted, `the kubeconfig's user ${cluster.user}`);
   // Read-only first: a run refused by preflight leaves no trace, not even a Lease object.
   const previous = await keeper.inspect();
   const mode = decideMode(previous, options);

@@ -1,8 +1,7 @@
 import { Agent, get } from 'node:https';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyObjects, bed, DRAIN_FLAGS, kubectl, upgradeNode } from './bed.js';
+import { applyObjects, bed, DRAIN_FLAGS, kubectl, serviceAccountKubeconfig, upgradeNode } from './bed.js';
 import { pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
@@ -19,14 +18,7 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
   beforeAll(async () => {
     await kubectl('-n', ns.name, 'create', 'serviceaccount', 'throttled');
     await kubectl('create', 'clusterrolebinding', level(), '--clusterrole=cluster-admin', `--serviceaccount=${ns.name}:throttled`);
-    token = (await kubectl('-n', ns.name, 'create', 'token', 'throttled', '--duration=2h')).trim();
-    const admin = JSON.parse(await kubectl('config', 'view', '--raw', '--minify', '-o', 'json'));
-    const cluster = admin.clusters[0].cluster;
-    kubeconfig = join(mkdtempSync('/tmp/node-maint-throttled-'), 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'throttled',
-      clusters: [{ name: 'bed', cluster }], users: [{ name: 'throttled', user: { token } }], contexts: [{ name: 'throttled', context: { cluster: 'bed', user: 'throttled' } }],
-    }));
+    ({ kubeconfig, token } = await serviceAccountKubeconfig(ns.name, 'throttled'));
     await applyObjects([
       { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: level() },
         spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1, lendablePercent: 0, borrowingLimitPercent: 0, limitResponse: { type: 'Reject' } } } },
@@ -43,17 +35,19 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
   });
 
   /** Four loops of lists as the run's own account, until stopped: what they were answered, by status. */
-  function keepBusy(): { stop: () => Promise<Record<string, number>> } {
+  function keepBusy(): { throttled: Promise<void>; stop: () => Promise<Record<string, number>> } {
     const server = JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster;
     const agent = new Agent({ keepAlive: true, ca: Buffer.from(server['certificate-authority-data'], 'base64') });
     const counts: Record<string, number> = {};
     let running = true;
+    let throttled = () => undefined as void;
     const once = () =>
       new Promise<void>((resolve) => {
         const req = get(`${server.server}/api/v1/pods?limit=100`, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
           res.resume();
           res.on('end', () => {
             counts[String(res.statusCode)] = (counts[String(res.statusCode)] ?? 0) + 1;
+            if (res.statusCode === 429) throttled();
             resolve();
           });
         });
@@ -63,6 +57,7 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
       while (running) await once();
     });
     return {
+      throttled: new Promise<void>((resolve) => (throttled = resolve)),
       stop: async () => {
         running = false;
         await Promise.all(loops);
@@ -75,6 +70,9 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
   it('a full upgrade meets 429s with Retry-After, waits them out, and ends upgraded and leak-free', async () => {
     const flags = t.flags.map((f) => (f === bed().kubeconfig ? kubeconfig : f));
     const busy = keepBusy();
+    // The run starts once the level is full (the FlowSchema in force): its first requests, the 16 access reviews it
+    // sends at once, then meet 429s of their own.
+    await Promise.race([busy.throttled, new Promise((_, reject) => setTimeout(() => reject(new Error('the hammer met no 429 in 60 s')), 60_000))]);
     const stopping = new Promise<Record<string, number>>((resolve) => setTimeout(() => resolve(busy.stop()), 30_000));
     const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...flags]);
     const answered = await stopping;

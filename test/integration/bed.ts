@@ -186,3 +186,15 @@ export async function applyObjects(objects: unknown[]): Promise<string> {
     rmSync(dirname(file), { recursive: true, force: true });
   }
 }
+
+/** A kubeconfig for a ServiceAccount (a bound token, two hours), on the bed's apiserver, in a directory of its own. */
+export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<{ kubeconfig: string; token: string }> {
+  const token = (await kubectl('-n', namespace, 'create', 'token', name, '--duration=2h')).trim();
+  const admin = JSON.parse(await kubectl('config', 'view', '--raw', '--minify', '-o', 'json'));
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), `node-maint-sa-${name}-`)), 'kubeconfig');
+  writeFileSync(kubeconfig, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': name,
+    clusters: [{ name: 'bed', cluster: admin.clusters[0].cluster }], users: [{ name: `${namespace}:${name}`, user: { token } }], contexts: [{ name, context: { cluster: 'bed', user: `${namespace}:${name}` } }],
+  }));
+  return { kubeconfig, token };
+}

@@ -9,7 +9,7 @@ import type { BlockAffinity, CalicoFindings, CalicoView, IpamBlock, IpamHandle }
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
 /** Whether the cluster serves Calico's CRD group: one small discovery read, so a cluster without Calico lists nothing. */
-async function hasCalico(cluster: Cluster): Promise<boolean> {
+export async function hasCalico(cluster: Cluster): Promise<boolean> {
   try {
     await cluster.get(GROUP);
     return true;

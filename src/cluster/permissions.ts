@@ -1,0 +1,80 @@
+import { RunbookError } from '../errors.js';
+import type { Cluster } from './api.js';
+
+// What a run does with the API, asked of the API server before anything (SelfSubjectAccessReview, which every
+// authenticated user may send). A service account without one of these used to fail mid-run: an eviction refused
+// after the cordon, a Lease update refused after the drain. runbooks/rbac.yaml grants exactly these.
+export interface Permission {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource?: string;
+  /** Namespaced permissions in one namespace; absent: cluster-wide (or all namespaces). */
+  namespace?: string;
+  /** Needed only by a run that changes things (not by --dry-run). */
+  write?: boolean;
+}
+
+/** Calico's IPAM records, read by the audit on a cluster that has them. */
+export const CALICO_PERMISSIONS: Permission[] = ['ipamblocks', 'blockaffinities', 'ipamhandles'].map((resource) => ({ verb: 'list', group: 'crd.projectcalico.org', resource }));
+
+/** What an upgrade (and its rollback) asks of the API; leases, the smoke pod and its events live in `namespace`. */
+export function upgradePermissions(namespace: string, calico: boolean): Permission[] {
+  return [
+    ...(calico ? CALICO_PERMISSIONS : []),
+    { verb: 'get', group: '', resource: 'nodes' },
+    { verb: 'list', group: '', resource: 'nodes' },
+    { verb: 'patch', group: '', resource: 'nodes', write: true },
+    { verb: 'list', group: '', resource: 'pods' },
+    { verb: 'get', group: '', resource: 'pods' },
+    { verb: 'create', group: '', resource: 'pods', subresource: 'eviction', write: true },
+    { verb: 'list', group: 'policy', resource: 'poddisruptionbudgets' },
+    { verb: 'watch', group: 'policy', resource: 'poddisruptionbudgets' },
+    { verb: 'list', group: 'apps', resource: 'daemonsets' },
+    { verb: 'create', group: '', resource: 'events', namespace: 'default', write: true },
+    { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace },
+    { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
+    { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
+    { verb: 'create', group: '', resource: 'pods', namespace, write: true },
+    { verb: 'delete', group: '', resource: 'pods', namespace, write: true },
+    { verb: 'list', group: '', resource: 'events', namespace },
+  ];
+}
+
+export const describePermission = (p: Permission) =>
+  `${p.verb} ${p.resource}${p.subresource ? `/${p.subresource}` : ''}${p.group ? `.${p.group}` : ''}${p.namespace ? ` in ${p.namespace}` : ''}`;
+
+interface AccessReview {
+  status?: { allowed?: boolean; reason?: string };
+}
+
+/** The permissions the API server denies to this identity; throws when it cannot be asked (fail closed). */
+export async function deniedPermissions(cluster: Cluster, wanted: Permission[]): Promise<Permission[]> {
+  const answers = await Promise.all(
+    wanted.map(async (p) => {
+      const review = await cluster.request<AccessReview>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: { resourceAttributes: { verb: p.verb, group: p.group, resource: p.resource, subresource: p.subresource, namespace: p.namespace } },
+      });
+      return review.status?.allowed === true;
+    }),
+  );
+  return wanted.filter((_, i) => !answers[i]);
+}
+
+/** Refuses the run (exit 10, nothing changed) when the identity lacks a permission it needs, naming each one. */
+export async function requirePermissions(cluster: Cluster, wanted: Permission[], who: string): Promise<void> {
+  let denied: Permission[];
+  try {
+    denied = await deniedPermissions(cluster, wanted);
+  } catch (cause) {
+    throw new RunbookError('preflight', `could not check what ${who} may do (SelfSubjectAccessReview failed: ${(cause as Error).message}); nothing was changed`, { cause });
+  }
+  if (denied.length > 0) {
+    throw new RunbookError(
+      'preflight',
+      `${who} lacks ${denied.length} permission(s) the run needs: ${denied.map(describePermission).join(', ')}; nothing was changed. runbooks/rbac.yaml grants what node-maint needs`,
+    );
+  }
+}
