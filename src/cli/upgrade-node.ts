@@ -51,6 +51,8 @@ Other:
                                durations) and DIR/node_maint_audit.prom (a fresh leak audit), for node-exporter's
                                textfile collector (Debian: /var/lib/prometheus/node-exporter); not on a dry run
   --allow-control-plane        maintain a control-plane node (refused otherwise)
+  --allow-no-rollback          go on when the versions installed now are in neither the node's package sources nor
+                               apt's cache (refused otherwise, exit 10): a failure then cannot reinstall them
   --lease-namespace NS         (kube-system; the smoke pod runs there too)
   --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
   --smoke-timeout DURATION     (120s) for the smoke pod to get a sandbox and an IP
@@ -89,6 +91,7 @@ const UPGRADE_OPTIONS = {
   'lock-timeout': { type: 'string' },
   'outage-tolerance': { type: 'string' },
   'allow-control-plane': { type: 'boolean' },
+  'allow-no-rollback': { type: 'boolean' },
   rollback: { type: 'boolean' },
   'hook-before-drain': { type: 'string' },
   'hook-after-upgrade': { type: 'string' },
@@ -122,6 +125,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         lockTimeoutSeconds: seconds('lock-timeout', DEFAULT_RUN_OPTIONS.lockTimeoutSeconds),
         outageToleranceSeconds: seconds('outage-tolerance', DEFAULT_RUN_OPTIONS.outageToleranceSeconds),
         allowControlPlane: values['allow-control-plane'] === true,
+        allowNoRollback: values['allow-no-rollback'] === true,
         rollback: values.rollback === true,
         hooks: Object.fromEntries(
           (Object.entries(HOOK_FLAGS) as Array<[HookPoint, string]>).flatMap(([point, flag]) => (values[flag] === undefined ? [] : [[point, String(values[flag])]])),

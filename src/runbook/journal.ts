@@ -46,6 +46,8 @@ export interface Journal {
   pointOfNoReturn: boolean;
   steps: Partial<Record<string, StepRecord>>;
   backups: string[];
+  /** The .deb files of the prior versions, kept on the node before the install (package to path): what a rollback installs. */
+  keptDebs?: Record<string, string>;
   error?: string;
 }
 

@@ -27,6 +27,8 @@ export interface RunOptions {
   outageToleranceSeconds: number;
   /** Control-plane nodes are refused unless allowed (a fleet then takes them last, one at a time). */
   allowControlPlane: boolean;
+  /** Go on when the versions installed now can no longer be had (archives keep only the newest): no rollback path. */
+  allowNoRollback: boolean;
   /** Roll back the node's unfinished run from its journal instead of finishing it. */
   rollback: boolean;
   lease: LeaseTiming;
@@ -54,6 +56,7 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   lockTimeoutSeconds: 120,
   outageToleranceSeconds: 120,
   allowControlPlane: false,
+  allowNoRollback: false,
   rollback: false,
   lease: DEFAULT_LEASE_TIMING,
   hooks: {},

@@ -5,7 +5,9 @@ import { listPodsOnNode } from '../cluster/pods.js';
 import { listAll } from '../cluster/list.js';
 import type { PodDisruptionBudget } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
-import { availableVersionsScript, brokenPackages, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
+import {
+  availableVersionsScript, brokenPackages, cachedDebsScript, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parseInstallSimulation, parsePackageDb, simulateInstallScript,
+} from '../node/packages/index.js';
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
 import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
 import { ipamRefusal } from '../node/cni/network-mode.js';
@@ -55,8 +57,9 @@ export const preflight: Step<PreflightPlan> = {
     const varFree = state.diskFreeBytes['/var/lib'] ?? state.diskFreeBytes['/var'] ?? state.diskFreeBytes['/'] ?? 0;
     if (varFree < options.minFreeBytes) throw refuse(`${options.node} has ${Math.round(varFree / 2 ** 20)} MiB free under /var, less than ${Math.round(options.minFreeBytes / 2 ** 20)} MiB`);
     const changes = Object.entries(options.targets).filter(([p, v]) => state.packages[p] !== v);
+    const packageNotes: string[] = [];
     if (changes.length > 0 && pending('upgrade-runtime')) {
-      await checkAvailable(ctx, state, changes);
+      packageNotes.push(...(await checkInstallable(ctx, state, changes)));
       await checkRunsFromPackages(ctx, changes.map(([p]) => p));
     }
     const prior: PriorState = journal.prior ?? {
@@ -85,6 +88,7 @@ export const preflight: Step<PreflightPlan> = {
       ...(options.proof === 'network-only' ? ['proof: network only (the IPAM is not checked)'] : []),
       ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p] || 'not cleanly installed'} -> ${v}`),
       ...(prior.held.length > 0 ? [`held: ${prior.held.join(', ')} (kept)`] : []),
+      ...packageNotes,
       ...(controlPlane ? [`control plane (${controlPlane}), allowed`] : []),
       maintenanceNeeded ? (ctx.resuming ? 'resuming an unfinished run' : 'ready to start') : 'already at target',
       ...notes.filter(Boolean),
@@ -118,13 +122,31 @@ async function checkRunsFromPackages(ctx: RunContext, packages: string[]): Promi
   if (problems.length > 0) throw refuse(`${problems.join('; ')} (on ${ctx.options.node})`);
 }
 
-async function checkAvailable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<void> {
-  const out = await run(ctx.transport, availableVersionsScript(changes.map(([p]) => p)));
-  const available = parseAvailableVersions(out);
+/**
+ * The targets can be installed, apt's plan for them removes nothing, and the versions installed now can be had again
+ * for a rollback (from the sources or apt's cache: archives keep only the newest point release). Notes for the plan.
+ */
+async function checkInstallable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<string[]> {
+  const { options } = ctx;
+  const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(changes.map(([p]) => p))));
   const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
   if (unavailable.length > 0) {
-    throw refuse(unavailable.map(([p, v]) => `${p} ${v} is not available from ${ctx.options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
+    throw refuse(unavailable.map(([p, v]) => `${p} ${v} is not available from ${options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
   }
+  const simulation = parseInstallSimulation(await run(ctx.transport, simulateInstallScript(Object.fromEntries(changes))));
+  if (simulation.removals.length > 0) {
+    throw refuse(`installing ${changes.map(([p, v]) => `${p} ${v}`).join(', ')} on ${options.node} would remove ${simulation.removals.map((r) => `${r.name} ${r.version}`.trim()).join(', ')} (apt-get -s): node-maint never removes packages; resolve the conflict by hand or choose targets that keep them`);
+  }
+  const priors: Record<string, string> = Object.fromEntries(changes.map(([p]) => [p, state.packages[p] ?? '']).filter(([, v]) => v !== ''));
+  const cached = new Set((await run(ctx.transport, cachedDebsScript(priors))).split('\n').filter(Boolean));
+  const lost = Object.entries(priors).filter(([p, v]) => !available.get(p)?.has(v) && !cached.has(p));
+  if (lost.length > 0 && !options.allowNoRollback) {
+    throw refuse(`${lost.map(([p, v]) => `${p} ${v}`).join(', ')}, installed now, is no longer in ${options.node}'s package sources nor in apt's cache: a rollback would have nothing to install. Put its .deb in /var/cache/apt/archives on the node, or give --allow-no-rollback to go on without a rollback path`);
+  }
+  return [
+    `apt: ${simulation.changes.map((c) => `${c.name} ${c.from || '(new)'} -> ${c.to}`).join(', ')}`,
+    ...(lost.length > 0 ? [`no rollback path for ${lost.map(([p, v]) => `${p} ${v}`).join(', ')} (--allow-no-rollback)`] : []),
+  ];
 }
 
 /** Another process's apt or dpkg (unattended-upgrades) is waited for, up to --lock-timeout, then refused. */

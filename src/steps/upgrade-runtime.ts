@@ -1,4 +1,6 @@
-import { availableVersionsScript, installScript, parseAvailableVersions, refreshScript } from '../node/packages/index.js';
+import { availableVersionsScript, installScript, keepDebsScript, parseAvailableVersions, parseKeptDebs, refreshScript } from '../node/packages/index.js';
+import { STATE_DIRS } from '../node/state/gather.js';
+import { quote } from '../node/transport/quote.js';
 import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
 import { runtimeUnits } from '../node/runtime/flavor.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
@@ -41,14 +43,40 @@ async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>
  * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
  * lock waited for up to --lock-timeout), starts it again.
  */
-async function install(ctx: RunContext, versions: Record<string, string>, units: string[]): Promise<void> {
+async function install(ctx: RunContext, versions: Record<string, string>, units: string[], files: Record<string, string> = {}): Promise<void> {
   const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
   const { lockTimeoutSeconds } = ctx.options;
   await run(ctx.transport, stopUnitsScript([...units].reverse()), { timeoutMs });
-  const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(Object.keys(versions))));
-  if (Object.entries(versions).some(([p, v]) => !available.get(p)?.has(v))) await run(ctx.transport, refreshScript(lockTimeoutSeconds), { timeoutMs });
-  await run(ctx.transport, installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds }), { timeoutMs });
+  const fromSources = Object.keys(versions).filter((p) => !files[p]);
+  const available = parseAvailableVersions(fromSources.length > 0 ? await run(ctx.transport, availableVersionsScript(fromSources)) : '');
+  if (fromSources.some((p) => !available.get(p)?.has(versions[p]!))) await run(ctx.transport, refreshScript(lockTimeoutSeconds), { timeoutMs });
+  await run(ctx.transport, installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds, files }), { timeoutMs });
   await run(ctx.transport, startUnitsScript(units), { timeoutMs });
+}
+
+/** Where a run keeps the .debs of the versions it replaces: the archives keep only the newest point release. */
+const debsDir = (ctx: RunContext) => `${STATE_DIRS.backups}/${ctx.runId}/debs`;
+
+/** The prior versions of these packages, kept as .deb files on the node before the install replaces them. */
+async function keepPriorDebs(ctx: RunContext, packages: string[]): Promise<void> {
+  const priors = Object.fromEntries(packages.map((p) => [p, ctx.journal.prior?.packages[p] ?? '']).filter(([, v]) => v !== ''));
+  if (Object.keys(priors).length === 0) return;
+  const { kept, missing } = parseKeptDebs(await run(ctx.transport, keepDebsScript(priors, debsDir(ctx)), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
+  ctx.journal.keptDebs = { ...ctx.journal.keptDebs, ...kept };
+  await ctx.saveJournal();
+  for (const [p, path] of Object.entries(kept)) ctx.progress(`kept ${p} ${priors[p]} for a rollback: ${path}`);
+  if (missing.length === 0) return;
+  const what = missing.map((p) => `${p} ${priors[p]}`).join(', ');
+  if (!ctx.options.allowNoRollback) throw new Error(`could not keep the .deb of ${what} (neither apt's cache nor the sources have it now): nothing installed, so that a rollback is never without it`);
+  ctx.progress(`no .deb of ${what} could be kept: a rollback cannot reinstall it (--allow-no-rollback)`);
+}
+
+/** The kept .debs for these packages that are still on the node. */
+async function keptDebsOnNode(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
+  const kept = Object.entries(ctx.journal.keptDebs ?? {}).filter(([p]) => packages.includes(p));
+  if (kept.length === 0) return {};
+  const present = new Set((await run(ctx.transport, kept.map(([, f]) => `[ -f ${quote(f)} ] && echo ${quote(f)}`).join('; ') + '; true')).split('\n'));
+  return Object.fromEntries(kept.filter(([, f]) => present.has(f)));
 }
 
 export const upgradeRuntime: Step<UpgradePlan> = {
@@ -67,16 +95,20 @@ export const upgradeRuntime: Step<UpgradePlan> = {
       ...Object.entries(install).map(([p, v]) => `install ${p} ${installed[p] || '(not cleanly installed)'} -> ${v}`),
       ...(changing || down.length > 0 ? [`start ${units.join(', ')}`] : []),
     ];
+    const keep = Object.keys(install).filter((p) => ctx.journal.prior?.packages[p]).map((p) => `keep the .deb of ${p} ${ctx.journal.prior!.packages[p]} for a rollback`);
     return {
       install,
       units,
-      actions,
+      actions: changing ? [...keep, ...actions] : actions,
       summary: actions.length === 0 ? 'runtime at target versions and running' : Object.entries(install).map(([p, v]) => `${p} -> ${v}`).join(', ') || `start ${down.join(', ')}`,
       detail: { from: installed, to: ctx.options.targets, units, held: ctx.journal.prior?.held ?? [] },
     };
   },
   async apply(ctx, plan) {
-    if (Object.keys(plan.install).length > 0) await install(ctx, plan.install, plan.units);
+    if (Object.keys(plan.install).length > 0) {
+      await keepPriorDebs(ctx, Object.keys(plan.install));
+      await install(ctx, plan.install, plan.units);
+    }
     else await run(ctx.transport, startUnitsScript(plan.units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
     return Object.entries(plan.install).map(([p, v]) => `${p} ${v}`).join(', ') || 'runtime started';
   },
@@ -91,11 +123,13 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     const installed = await ctx.installedVersions(Object.keys(prior.packages));
     const back = Object.fromEntries(Object.entries(prior.packages).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
-      await install(ctx, back, units);
+      const files = await keptDebsOnNode(ctx, Object.keys(back));
+      await install(ctx, back, units, files);
       const wrong = await notInstalled(ctx, back);
       if (wrong.length > 0) throw new Error(`could not reinstall ${wrong.join(', ')}`);
       await runtimeAtTargets(ctx, back);
-      return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}`;
+      const from = Object.keys(files).length > 0 ? ` (from the kept ${Object.values(files).join(', ')})` : '';
+      return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}${from}`;
     }
     await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
     return `versions unchanged (${Object.entries(prior.packages).map(([p, v]) => `${p} ${v}`).join(', ')}); runtime started`;

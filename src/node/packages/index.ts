@@ -1,4 +1,4 @@
-import { command } from '../transport/quote.js';
+import { command, quote } from '../transport/quote.js';
 import { run, type Transport } from '../transport/index.js';
 import type { PackageDb, PackageRecord } from '../state/types.js';
 
@@ -89,6 +89,72 @@ export interface InstallOptions {
   /** Packages to hold again afterwards, whatever the outcome (the operator's holds outlive our install). */
   hold: string[];
   lockTimeoutSeconds: number;
+  /** .deb files on the node to install instead of asking the sources for that package's version (a rollback's). */
+  files?: Record<string, string>;
+}
+
+/** What apt would do for an install: each package it installs or changes (from: '' when new), and each it removes. */
+export interface InstallSimulation {
+  changes: Array<{ name: string; from: string; to: string }>;
+  removals: Array<{ name: string; version: string }>;
+}
+
+const APT_FLAGS = '--allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef';
+const specsOf = (versions: Record<string, string>, files: Record<string, string> = {}) =>
+  Object.entries(versions).map(([p, v]) => (files[p] ? quote(files[p]!) : command(`${p}=${v}`))).join(' ');
+
+/** apt-get's simulation of the install (-s: nothing changes, no lock taken). */
+export function simulateInstallScript(versions: Record<string, string>): string {
+  return `LC_ALL=C apt-get -s -q install ${APT_FLAGS} ${specsOf(versions)} 2>&1`;
+}
+
+/** Reads apt-get -s's "Inst NAME [OLD] (NEW ...)" and "Remv NAME [OLD]" lines. */
+export function parseInstallSimulation(text: string): InstallSimulation {
+  const changes: InstallSimulation['changes'] = [];
+  const removals: InstallSimulation['removals'] = [];
+  for (const line of text.split('\n')) {
+    const inst = /^Inst (\S+) (?:\[(\S+)\] )?\((\S+)/.exec(line);
+    if (inst) changes.push({ name: inst[1]!, from: inst[2] ?? '', to: inst[3]! });
+    const remv = /^Remv (\S+)(?: \[(\S+)\])?/.exec(line);
+    if (remv) removals.push({ name: remv[1]!, version: remv[2] ?? '' });
+  }
+  return { changes, removals };
+}
+
+/** apt's file name for a package version: an epoch's colon is written %3a. */
+export const debFileGlob = (name: string, version: string) => `${name}_${version.replace(/:/g, '%3a')}_*.deb`;
+
+/**
+ * Keeps each package's .deb at that version in DIR, from apt's archive cache or else downloaded from the sources; prints
+ * "kept NAME PATH" for each one kept and "missing NAME" for each it could not get. Run before the install replaces them.
+ */
+export function keepDebsScript(versions: Record<string, string>, dir: string): string {
+  return [
+    `d=${quote(dir)}; mkdir -p "$d"`,
+    ...Object.entries(versions).map(([p, v]) => {
+      const glob = debFileGlob(p, v);
+      return `f=$(ls "$d"/${glob} /var/cache/apt/archives/${glob} 2>/dev/null | head -n 1)
+if [ -z "$f" ]; then (cd "$d" && apt-get download -q ${command(`${p}=${v}`)} >/dev/null 2>&1); f=$(ls "$d"/${glob} 2>/dev/null | head -n 1); fi
+case "$f" in "") echo ${command(`missing ${p}`)} ;; "$d"/*) echo "kept ${p} $f" ;; *) cp "$f" "$d/" && echo "kept ${p} $d/$(basename "$f")" ;; esac`;
+    }),
+  ].join('\n');
+}
+
+export function parseKeptDebs(text: string): { kept: Record<string, string>; missing: string[] } {
+  const kept: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const line of text.split('\n')) {
+    const k = /^kept (\S+) (\S+)$/.exec(line);
+    if (k) kept[k[1]!] = k[2]!;
+    const m = /^missing (\S+)$/.exec(line);
+    if (m) missing.push(m[1]!);
+  }
+  return { kept, missing };
+}
+
+/** Prints "NAME" for each package whose version is in apt's archive cache (a rollback could install it offline). */
+export function cachedDebsScript(versions: Record<string, string>): string {
+  return Object.entries(versions).map(([p, v]) => `ls /var/cache/apt/archives/${debFileGlob(p, v)} >/dev/null 2>&1 && echo ${command(p)}`).join('; ') + '; true';
 }
 
 /**
@@ -100,14 +166,14 @@ export function installScript(versions: Record<string, string>, options: Install
   const head = ['set -u', `mkdir -p ${LOG_DIR}`, `log=${log}`, 'rc=0'];
   // On failure, what apt and dpkg said went wrong (a maintainer script's own words among it), not the log's tail.
   const tail = ['[ $rc = 0 ] || grep -iE "^E:|^dpkg:|error|fail|refus" "$log" | grep -v "set on hold" | tail -n 5 >&2', `echo "log: $log" >&2`, 'exit $rc'];
-  const specs = Object.entries(versions).map(([p, v]) => command(`${p}=${v}`)).join(' ');
+  const specs = specsOf(versions, options.files);
   const lock = `-o DPkg::Lock::Timeout=${options.lockTimeoutSeconds}`;
   return [
     ...head,
     'export DEBIAN_FRONTEND=noninteractive',
     `if ${DPKG_INTERRUPTED_SCRIPT} >/dev/null; then dpkg --force-confold --force-confdef --configure -a >>"$log" 2>&1 || true; fi`,
     // --reinstall: a package a killed dpkg left half-installed at the very version wanted is otherwise "already there".
-    `apt-get install -y -q ${lock} --reinstall --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confdef ${specs} >>"$log" 2>&1 || rc=$?`,
+    `apt-get install -y -q ${lock} --reinstall ${APT_FLAGS} ${specs} >>"$log" 2>&1 || rc=$?`,
     ...(options.hold.length > 0 ? [`apt-mark hold ${options.hold.map((p) => command(p)).join(' ')} >>"$log" 2>&1 || [ $rc != 0 ] || rc=1`] : []),
     ...tail,
   ].join('\n');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brokenPackages, cleanVersions, installScript, parseAvailableVersions, parsePackageDb } from '../../../src/node/packages/index.js';
+import { brokenPackages, cleanVersions, debFileGlob, installScript, keepDebsScript, parseAvailableVersions, parseInstallSimulation, parseKeptDebs, parsePackageDb } from '../../../src/node/packages/index.js';
 import { parseNodeState } from '../../../src/node/state/parse.js';
 
 // dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' lines as dpkg prints them (note the trailing space
@@ -60,5 +60,46 @@ describe('the install script', () => {
     expect(s).toContain('dpkg --force-confold --force-confdef --configure -a');
     // Nothing of apt's output streams back: a lost session cannot kill it with SIGPIPE halfway through.
     for (const line of s.split('\n').filter((l) => /apt-get|apt-mark|dpkg /.test(l))) expect(line).toContain('>>"$log" 2>&1');
+  });
+});
+
+describe("apt-get -s: what an install would change and remove", () => {
+  // As apt 2.6 on bookworm prints them (the second from `apt-get -s install runc-`).
+  const upgrade = 'NOTE: This is only a simulation!\nInst containerd [1.6.20~ds1-1+deb12u2] (1.6.20~ds1-1+deb12u3 Debian:12.15/oldstable [amd64])\nInst tini (0.19.0-1 Debian:12.15/oldstable [amd64])\nConf containerd (1.6.20~ds1-1+deb12u3 Debian:12.15/oldstable [amd64])\n';
+  const removing = 'The following packages will be REMOVED:\n  containerd docker.io runc\nRemv docker.io [20.10.24+dfsg1-1+deb12u1+b6]\nRemv containerd [1.6.20~ds1-1+deb12u2]\nRemv runc [1.1.5+ds1-1+deb12u1]\n';
+  it('reads each package changed, new ones with no prior version', () => {
+    expect(parseInstallSimulation(upgrade)).toEqual({
+      changes: [{ name: 'containerd', from: '1.6.20~ds1-1+deb12u2', to: '1.6.20~ds1-1+deb12u3' }, { name: 'tini', from: '', to: '0.19.0-1' }],
+      removals: [],
+    });
+  });
+  it('reads each package removed, with its version', () => {
+    expect(parseInstallSimulation(removing).removals).toEqual([
+      { name: 'docker.io', version: '20.10.24+dfsg1-1+deb12u1+b6' }, { name: 'containerd', version: '1.6.20~ds1-1+deb12u2' }, { name: 'runc', version: '1.1.5+ds1-1+deb12u1' },
+    ]);
+  });
+});
+
+describe('the prior versions kept as .deb files', () => {
+  it("names the files as apt does (an epoch's colon as %3a)", () => {
+    expect(debFileGlob('containerd.io', '1:1.7.2-1')).toBe('containerd.io_1%3a1.7.2-1_*.deb');
+  });
+  it('reads what was kept and what could not be', () => {
+    expect(parseKeptDebs('kept containerd /var/lib/node-maint/backups/r/debs/containerd_1.6.20~ds1-1+deb12u2_amd64.deb\nmissing docker.io\n')).toEqual({
+      kept: { containerd: '/var/lib/node-maint/backups/r/debs/containerd_1.6.20~ds1-1+deb12u2_amd64.deb' },
+      missing: ['docker.io'],
+    });
+  });
+  it('keeps them with plain sh: from apt\'s cache, else downloaded, said per package', () => {
+    const script = keepDebsScript({ containerd: '1.6.20~ds1-1+deb12u2' }, '/var/lib/node-maint/backups/r/debs');
+    expect(script).toContain('/var/cache/apt/archives/containerd_1.6.20~ds1-1+deb12u2_*.deb');
+    expect(script).toContain("apt-get download -q 'containerd=1.6.20~ds1-1+deb12u2'");
+  });
+});
+
+describe('a rollback from kept files', () => {
+  it('installs the kept .deb in place of asking the sources for that version', () => {
+    const script = installScript({ containerd: '1.6.20~ds1-1+deb12u2', runc: '1.1.5+ds1-1+deb12u1' }, { hold: [], lockTimeoutSeconds: 60, files: { containerd: '/var/lib/node-maint/backups/r/debs/containerd_1.6.20~ds1-1+deb12u2_amd64.deb' } });
+    expect(script).toContain(" '/var/lib/node-maint/backups/r/debs/containerd_1.6.20~ds1-1+deb12u2_amd64.deb' runc=1.1.5+ds1-1+deb12u1 >>");
   });
 });
