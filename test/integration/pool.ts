@@ -401,6 +401,10 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     if [ -f /run/node-maint-test-faults/kubelet-extra-args ]; then rm -f /run/node-maint-test-faults/kubelet-extra-args; date +%s; systemctl restart kubelet; fi
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
     find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
+    # apt's source made to drop a version (test 50): the bed's repository again.
+    if [ "$(cat /etc/apt/sources.list)" != 'deb [trusted=yes] file:/srv/debs ./' ] || ls /etc/apt/sources.list.d/nm-test-* >/dev/null 2>&1; then
+      echo 'deb [trusted=yes] file:/srv/debs ./' > /etc/apt/sources.list; rm -rf /etc/apt/sources.list.d/nm-test-* /srv/nm-test-*; apt-get update -qq -o DPkg::Lock::Timeout=300 >/dev/null
+    fi
     # kubelet under a unit of another name (test 15): back under kubelet.service.
     if [ -f /etc/systemd/system/kubelet-custom.service ]; then systemctl stop kubelet-custom; rm -f /etc/systemd/system/kubelet-custom.service; systemctl daemon-reload; fi
     if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
