@@ -31,6 +31,11 @@ export function upgradePermissions(namespace: string, calico: boolean): Permissi
     { verb: 'list', group: 'policy', resource: 'poddisruptionbudgets' },
     { verb: 'watch', group: 'policy', resource: 'poddisruptionbudgets' },
     { verb: 'list', group: 'apps', resource: 'daemonsets' },
+    // the controllers of the pods to evict, for a template that pins them to the node
+    { verb: 'get', group: 'apps', resource: 'replicasets' },
+    { verb: 'get', group: 'apps', resource: 'statefulsets' },
+    { verb: 'get', group: '', resource: 'replicationcontrollers' },
+    { verb: 'get', group: 'batch', resource: 'jobs' },
     { verb: 'create', group: '', resource: 'events', namespace: 'default', write: true },
     { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace },
     { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },

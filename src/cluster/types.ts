@@ -29,6 +29,8 @@ export interface Pod {
     hostNetwork?: boolean;
     volumes?: Array<{ name: string; emptyDir?: unknown }>;
     terminationGracePeriodSeconds?: number;
+    nodeSelector?: Record<string, string>;
+    tolerations?: Array<{ key?: string; operator?: string; effect?: string }>;
   };
   status?: {
     phase?: string;

@@ -1,5 +1,6 @@
 import { blockMessage, budgetBlocks } from '../cluster/drain/budgets.js';
 import { graceOutlastsTimeout, planDrain } from '../cluster/drain/plan.js';
+import { pinningControllers } from '../cluster/drain/pinned.js';
 import { getNode, isControlPlane, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
 import { listAll } from '../cluster/list.js';
@@ -185,6 +186,7 @@ function checkReplayable(ctx: RunContext, state: NodeState, cidr: string | undef
 async function checkDrainable(ctx: RunContext): Promise<string> {
   const { options } = ctx;
   let said = '';
+  let pinsAsked = false;
   await waitUntil(
     'PodDisruptionBudgets to allow the drain',
     async () => {
@@ -192,6 +194,9 @@ async function checkDrainable(ctx: RunContext): Promise<string> {
       if (plan.refused) throw refuse(`drain would fail: ${plan.refused}`);
       const slow = graceOutlastsTimeout(plan.evict, options.drain);
       if (slow.length > 0) throw refuse(`drain would time out: the grace period of ${slow.join(', ')} is not shorter than --timeout ${options.drain.timeoutSeconds}s; raise --timeout or give a shorter --grace-period`);
+      const pinning = pinsAsked ? [] : await pinningControllers(ctx.cluster, options.node, plan.evict);
+      pinsAsked = true;
+      if (pinning.length > 0) throw refuse(`drain would not end: ${pinning.join(', ')} put evicted pods straight back on ${options.node}; change the controller (or scale it down), then run again`);
       const budgets = await listAll<PodDisruptionBudget>(ctx.cluster, '/apis/policy/v1/poddisruptionbudgets');
       const blocks = budgetBlocks(plan.evict, budgets);
       if (blocks.length === 0) return true;

@@ -33,14 +33,15 @@ async function refusedWithFile(t: Target, file: string, content: string): Promis
   return report(result).error.message;
 }
 
-const pinned = (t: Target, name: string, grace: number) => ({
+/** A Deployment of one pod on the node (its hostname label); `extra` goes into its pod template. */
+const pinned = (t: Target, name: string, grace: number, extra: Record<string, unknown> = {}) => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: { name, namespace: ns.name, labels: { 'node-maint-test': t.name } },
   spec: {
     replicas: 1,
     selector: { matchLabels: { app: name } },
-    template: { metadata: { labels: { app: name } }, spec: pinnedPodSpec(t.name, { nodeName: t.name, tolerations: [{ operator: 'Exists' }], terminationGracePeriodSeconds: grace }) },
+    template: { metadata: { labels: { app: name } }, spec: pinnedPodSpec(t.name, { terminationGracePeriodSeconds: grace, ...extra }) },
   },
 });
 
@@ -73,6 +74,16 @@ describe('preflight, before anything changes', () => {
     expect(r.error.message).toContain(`${ns.name}/guarded`);
     expect(r.rollback.map((x: any) => x.step)).toEqual(['cordon']);
     await expectServing(t, bed().containerd.old);
+  }));
+
+  it.concurrent('a Deployment whose template sets nodeName: its pods would come straight back, so refused before the cordon (exit 10), naming it', onNode(async (t) => {
+    await apply([pinned(t, 'nailed', 2, { nodeName: t.name })]);
+    await runningOn('nailed');
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(10);
+    expect(report(result).error.message).toContain(`drain would not end: Deployment ${ns.name}/nailed (template nodeName ${t.name}) put evicted pods straight back on ${t.name}`);
+    expect(result.stderr).not.toContain(stepLine('cordon'));
+    expect(await schedulable(t)).toBe(true);
   }));
 
   it.concurrent('a CNI cache entry that cannot be replayed is found before the drain (exit 10), not after it', onNode(async (t) => {
