@@ -34,9 +34,33 @@ export async function readLease(cluster: Cluster, namespace: string, node: strin
 
 export const microTime = (d = new Date()) => d.toISOString().replace('Z', '000Z');
 
-/** Who we are: host and process, with the process's start time so a reused PID is never taken for us. */
+/**
+ * This machine: its hostname, for people, and its machine id (systemd's /etc/machine-id), since two CI runners may
+ * share a hostname and must never take each other's processes for their own. "unknown" when there is none.
+ */
+export function machineIdentity(): string {
+  for (const file of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
+    try {
+      const id = readFileSync(file, 'utf8').trim();
+      if (/^[0-9a-f]{32}$/.test(id)) return `${hostname()}@${id.slice(0, 12)}`;
+    } catch {
+      // not there: the next one
+    }
+  }
+  return `${hostname()}@unknown`;
+}
+
+/** Who we are: machine and process, with the process's start time so a reused PID is never taken for us. */
 export function holderIdentity(pid = process.pid): string {
-  return `node-maint/${hostname()}/${pid}/${processStartTicks(pid) ?? 'unknown'}`;
+  return `node-maint/${machineIdentity()}/${pid}/${processStartTicks(pid) ?? 'unknown'}`;
+}
+
+/** A holder string of a process of this very machine: its pid and start time, else undefined. */
+function localHolder(holder: string): { pid: number; ticks: string } | undefined {
+  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
+  const machine = machineIdentity();
+  if (!m || m[1] !== machine || machine.endsWith('@unknown') || m[3] === 'unknown') return undefined;
+  return { pid: Number(m[2]), ticks: m[3]! };
 }
 
 function processStartTicks(pid: number): string | undefined {
@@ -54,9 +78,9 @@ function processStartTicks(pid: number): string | undefined {
  * instead of being waited out. false when it cannot be told.
  */
 export function isDeadLocalHolder(holder: string): boolean {
-  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
-  if (!m || m[1] !== hostname() || m[3] === 'unknown') return false;
-  const pid = Number(m[2]);
+  const local = localHolder(holder);
+  if (!local) return false;
+  const pid = local.pid;
   if (pid === process.pid) return false;
   const ticks = processStartTicks(pid);
   if (ticks === undefined) {
@@ -67,13 +91,13 @@ export function isDeadLocalHolder(holder: string): boolean {
       return (e as NodeJS.ErrnoException).code === 'ESRCH';
     }
   }
-  return ticks !== m[3];
+  return ticks !== local.ticks;
 }
 
 /** A live process of this machine holds it: no need to watch the record to know it is alive. */
 export function isLiveLocalHolder(holder: string): boolean {
-  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
-  return !!m && m[1] === hostname() && m[3] !== 'unknown' && Number(m[2]) !== process.pid && processStartTicks(Number(m[2])) === m[3];
+  const local = localHolder(holder);
+  return !!local && local.pid !== process.pid && processStartTicks(local.pid) === local.ticks;
 }
 
 /** What identifies one state of the holder's record: any renewal changes it. */

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { holderIdentity, isDeadLocalHolder, judgeHolder, leaseRecord, takenSpec } from '../../../src/cluster/lease.js';
+import { holderIdentity, isDeadLocalHolder, judgeHolder, leaseRecord, machineIdentity, takenSpec } from '../../../src/cluster/lease.js';
 import type { Lease } from '../../../src/cluster/types.js';
 
 const lease = (holder: string | null, renewTime: string, rv: string): Lease => ({
@@ -49,9 +49,20 @@ describe('judging a Lease holder by our own clock (client-go leader election)', 
     expect(isDeadLocalHolder(live)).toBe(true);
     expect(judgeHolder(lease(live, '', '1'), 'me', undefined, 0, 15)).toBe('abandoned');
     // A PID reused by another process is not the holder: its start time differs.
-    const reused = `node-maint/${hostname()}/${process.pid}/1`;
+    const reused = `node-maint/${machineIdentity()}/${process.pid}/1`;
     expect(isDeadLocalHolder(reused.replace(String(process.pid), String(process.ppid)))).toBe(true);
     expect(isDeadLocalHolder(far)).toBe(false);
+  });
+  it('never takes a run of another machine with the same hostname for one of its own', async () => {
+    const child = spawn('sleep', ['30']);
+    const mine = holderIdentity(child.pid!);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    expect(mine).toMatch(new RegExp(`^node-maint/${hostname()}@[0-9a-f]{12}/${child.pid}/\\d+$`));
+    const twin = mine.replace(/@[0-9a-f]{12}\//, '@000000000000/');
+    expect(isDeadLocalHolder(mine)).toBe(true);
+    expect(isDeadLocalHolder(twin)).toBe(false);
+    expect(judgeHolder(lease(twin, '', '1'), 'me', undefined, 0, 15)).not.toBe('abandoned');
   });
   it('counts a transition only when the Lease changes hands', () => {
     const held = { ...lease('old', '', '1'), spec: { ...lease('old', '', '1').spec, leaseTransitions: 3 } };
