@@ -5,6 +5,7 @@ import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } 
 import { run } from '../node/transport/index.js';
 import { kubeletUnitOf } from '../runbook/journal.js';
 import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js';
+import { teardownSandboxes } from './teardown-sandboxes.js';
 import { waitUntil } from '../wait.js';
 
 async function kubeletActive(ctx: RunContext): Promise<boolean> {
@@ -73,6 +74,23 @@ export const stopKubelet: Step = {
   },
 };
 
+/**
+ * The sandboxes kubelet set up since it started (DaemonSet and static pods, the smoke pod, on the new runtime), torn
+ * down as the forward run tore down the old ones: while the runtime still knows them, before it is reinstalled, so
+ * that the rollback leaks no IP. A runtime that cannot answer (often why the run rolls back) does not stop the
+ * rollback: the reinstall must still happen; the line says what was not done, and the audit after it judges.
+ */
+async function tearDownWhatKubeletStarted(ctx: RunContext): Promise<string> {
+  try {
+    const plan = await teardownSandboxes.plan(ctx);
+    if (plan.actions.length === 0) return '';
+    return `; what kubelet set up meanwhile torn down: ${await teardownSandboxes.apply(ctx, plan)}`;
+  } catch (e) {
+    ctx.progress(`could not tear down what kubelet set up meanwhile: ${(e as Error).message}`);
+    return `; what kubelet set up meanwhile not torn down (${(e as Error).message})`;
+  }
+}
+
 /** Runtime network readiness as the runtime reports it (crictl info); "unknown" when there is no crictl. */
 const NETWORK_READY_SCRIPT = `if command -v crictl >/dev/null 2>&1; then crictl info 2>/dev/null | tr -d ' \\n' | grep -q '"type":"NetworkReady","status":true' && echo ready || echo not-ready; else echo unknown; fi`;
 
@@ -99,7 +117,8 @@ export const startKubelet: Step = {
     // systemd would start it again in the middle of the runtime's reinstall.
     const wasActive = await kubeletActive(ctx);
     await stopKubeletAndWait(ctx);
-    return wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
+    const stopped = wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
+    return `${stopped}${await tearDownWhatKubeletStarted(ctx)}`;
   },
 };
 
