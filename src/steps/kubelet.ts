@@ -98,7 +98,7 @@ const NETWORK_READY_SCRIPT = `if command -v crictl >/dev/null 2>&1; then crictl 
 export const startKubelet: Step = {
   name: 'start-kubelet',
   title: 'Start kubelet',
-  undo: "stop kubelet again, so the runtime is reinstalled under a stopped kubelet (stop-kubelet's rollback starts it)",
+  undo: "stop kubelet again, so the runtime is reinstalled under a stopped kubelet (stop-kubelet's rollback starts it), and tear down the sandboxes it set up meanwhile",
   async plan(ctx) {
     const starting = ctx.options.dryRun ? earlierStepActs(ctx, 'stop-kubelet') || !(await kubeletActive(ctx)) : !(await kubeletActive(ctx));
     const wait = 'wait for PodCIDR, Ready and the runtime network';

@@ -82,7 +82,7 @@ async function keptDebsOnNode(ctx: RunContext, packages: string[]): Promise<Reco
 export const upgradeRuntime: Step<UpgradePlan> = {
   name: 'upgrade-runtime',
   title: 'Upgrade the runtime',
-  undo: 'reinstall the prior versions (held again if they were held) and start the runtime',
+  undo: 'reinstall the prior versions, from the .debs kept before the install (held again if they were held), and start the runtime',
   async plan(ctx) {
     const units = unitsOf(ctx);
     // A package a killed dpkg left half-installed is at no version: it is installed again.
