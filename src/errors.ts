@@ -28,7 +28,7 @@ export const EXIT_CODE_MEANINGS: Record<ExitCodeName, string> = {
   usage: 'usage: unknown flag, malformed version, invalid node name, shell metacharacters, an unfinished run toward other versions',
   nodeNotFound: 'node not found',
   nodeNotReady: 'node not Ready',
-  unreachable: 'node or API unreachable',
+  unreachable: 'node or API unreachable (also mid-run: the API did not answer past `--outage-tolerance`, so the run stopped where it was, its Lease held by nobody else; the same command resumes it)',
   hostKey: 'host key not in known_hosts, different, revoked, or a certificate',
   authentication: 'SSH authentication refused',
   blockedByBudget: 'drain blocked by a PodDisruptionBudget (found in preflight, nothing changed)',

@@ -13,7 +13,8 @@ export type RunResult =
   | 'leaks-found'
   | 'could-not-audit'
   | 'failed-after-point-of-no-return'
-  | 'lease-lost';
+  | 'lease-lost'
+  | 'api-outage';
 
 export interface StepReport {
   name: string;

@@ -185,12 +185,7 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   // The Lease not renewable through an API outage (nobody took it): past the point of no return, a failure like any
   // other there (the run only finishes forward); the same command resumes once the API is back.
   const outageAfterNoReturn = code === 'leaseLost' && !keeper.isLost && journal.pointOfNoReturn;
-  if (keeper.isLost || (code === 'leaseLost' && !outageAfterNoReturn)) {
-    report.result = 'lease-lost';
-    report.exitCode = ExitCode.leaseLost;
-    report.next = `another run holds the Lease of ${options.node} now and owns what is left; this run changed nothing after it lost the Lease`;
-    return;
-  }
+  if (keeper.isLost || (code === 'leaseLost' && !outageAfterNoReturn)) return stoppedByLease(report, keeper, options);
   if (options.dryRun) return;
   if (journal.pointOfNoReturn) {
     // The node may already run new pods: a downgrade now would disrupt them. Reported, never rolled back.
@@ -220,10 +215,33 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
     journal.status = 'failed';
     return;
   }
-  const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+  let ok: boolean;
+  try {
+    ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+  } catch (e) {
+    // The rollback needs the Lease too: lost to another run, or not renewable through the outage that failed the step.
+    if (codeOf(e) === 'leaseLost') return stoppedByLease(report, keeper, options);
+    throw e;
+  }
   report.result = ok ? 'rolled-back' : 'rollback-failed';
   report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
   if (!ok) report.next = `run the same command again to retry the rollback (the journal on the Lease says what is left to undo)`;
+}
+
+/**
+ * The run stopped changing the node for want of its Lease: another run took it (exit 16), or the API did not answer
+ * past the outage tolerance so it could not be renewed, nobody else holding it as far as this run saw (exit 5).
+ */
+function stoppedByLease(report: RunReport, keeper: LeaseKeeper, options: RunOptions): void {
+  if (keeper.isLost) {
+    report.result = 'lease-lost';
+    report.exitCode = ExitCode.leaseLost;
+    report.next = `another run holds the Lease of ${options.node} now and owns what is left; this run changed nothing after it lost the Lease`;
+    return;
+  }
+  report.result = 'api-outage';
+  report.exitCode = ExitCode.unreachable;
+  report.next = `the Kubernetes API did not answer for longer than the outage tolerance (${options.outageToleranceSeconds}s), so the Lease could not be renewed and this run stopped changing ${options.node} where it was (nobody else took the Lease as far as it saw); once the API answers, run the same command again to finish, or roll back with --rollback`;
 }
 
 async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {

@@ -72,6 +72,20 @@ describe('the API or the connection lost mid-run', () => {
     await expectServing(t, bed().containerd.new);
   }));
 
+  it.concurrent('the apiserver gone past --outage-tolerance during the drain: stopped as an API outage (exit 5), not a lost Lease; the same command finishes', onNode(async (t, api) => {
+    const result = await upgradeWith(t, api, stepLine('drain'), () => api.stop(40_000), ['--outage-tolerance', '10s']);
+    expect(result.code, result.stderr).toBe(5);
+    const r = report(result);
+    expect(r.result).toBe('api-outage');
+    expect(r.next).toContain('so the Lease could not be renewed and this run stopped changing');
+    expect(result.stderr).not.toContain('the Lease was taken by');
+    // The API back (the proxy listens again), the same command resumes the run from its journal and finishes it.
+    const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again).result).toBe('upgraded');
+    await expectServing(t, bed().containerd.new);
+  }));
+
   it.concurrent('an API failure in the check after uncordon: reported with exit 14 or 15, nothing downgraded; the same command finishes it', onNode(async (t, api) => {
     // Refused, not hanging: connections are refused at once, for longer than --outage-tolerance.
     const result = await upgradeWith(t, api, stepLine('verify'), () => api.stop(20_000), ['--outage-tolerance', '8s']);
