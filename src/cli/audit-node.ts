@@ -1,5 +1,6 @@
 import { auditLiveNode } from '../leaks/index.js';
 import { reclaimNode } from '../leaks/reclaim/index.js';
+import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { Transport } from '../node/transport/index.js';
 import { RunbookError } from '../errors.js';
 import { auditMetrics } from '../metrics/audit.js';
@@ -30,7 +31,8 @@ reported as "could not verify", never as clean. The node's state comes back in o
                             deleted only under the plugin's own flock after a re-check; all removed files are backed
                             up under /var/lib/node-maint/backups; Calico objects (cluster-wide ones too) change with
                             resourceVersion preconditions. The plan is printed before anything is done. Refuses to
-                            act at all when either audit could not verify everything.
+                            act at all when either audit could not verify everything. Holds the node's Lease (in
+                            kube-system) throughout, as upgrade-node does: refused while a run holds it (exit 9).
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
   --output text|json|prometheus
                             prometheus: the audit as Prometheus gauges (exposition format): the verdict, findings
@@ -45,7 +47,8 @@ reported as "could not verify", never as clean. The node's state comes back in o
 
 Exit codes: 0 clean (after --reclaim: nothing left); 13 findings of this node (left); 15 could not verify (a check
 could not look, e.g. the runtime or the pod list did not answer; after --reclaim: nothing was done, or the audit after
-it could not verify); 2 usage; 3 node not found; 5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
+it could not verify); 9 the node's Lease is held by a run (--reclaim, nothing done); 2 usage; 3 node not found;
+5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
@@ -71,6 +74,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         cluster: access.cluster,
         transport,
         node,
+        leaseNamespace: DEFAULT_RUN_OPTIONS.leaseNamespace,
         intervalSeconds: interval,
         graceSeconds: grace,
         onPlan: (lines) => io.stderr(`reclaim plan for ${node}:\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditNode } from './bed.js';
+import { applyObjects, auditNode, kubectl } from './bed.js';
 import { useNodes } from './pool.js';
 
 // kindnetd's host-local keeps its reservations in /run/cni-ipam-state (its conflist's ipam.dataDir), not in
@@ -33,7 +33,21 @@ describe('host-local state kept where the network config says (dataDir)', () => 
     expect(report.ranges.find((r: any) => r.network === 'kindnet')).toMatchObject({ cidr: '10.99.0.0/24', allocated: 1, leaked: 1 });
   });
 
-  it('reclaim frees it (backed up first), and the node audits clean', async () => {
+  it('reclaim is refused (exit 9) while someone holds the node\'s Lease, and does nothing', async () => {
+    // A fence by hand: an operator's Lease on the node, declared for an hour.
+    await applyObjects([{ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: `node-maint-${t.name}`, namespace: 'kube-system' },
+      spec: { holderIdentity: 'someone-else', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } }]);
+    try {
+      const result = await audit(['--reclaim', '--grace', '0', '--interval', '1']);
+      expect(result.code, result.stderr).toBe(9);
+      expect(result.stderr).toContain('is held by someone-else');
+      expect(await t.sh(`test -e ${LEAK} && echo present || echo gone`)).toContain('present');
+    } finally {
+      await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
+    }
+  });
+
+  it('reclaim frees it (backed up first) under the node\'s Lease, and the node audits clean', async () => {
     const result = await audit(['--reclaim', '--grace', '0', '--interval', '1']);
     expect(result.code, result.stderr).toBe(0);
     const outcome = JSON.parse(result.stdout);
@@ -41,5 +55,8 @@ describe('host-local state kept where the network config says (dataDir)', () => 
     expect(outcome.after.findings).toEqual([]);
     expect(await t.sh(`test -e ${LEAK} && echo present || echo gone`)).toContain('gone');
     expect(await t.sh(`tr -d '\\r' < ${outcome.backupDir}${LEAK}`)).toBe(`${DEAD_ID}\neth0`);
+    // It held the Lease and let it go: there, held by nobody.
+    const lease = JSON.parse(await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${t.name}`, '-o', 'json'));
+    expect(lease.spec.holderIdentity ?? null).toBeNull();
   });
 });

@@ -1,5 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster } from '../../cluster/api.js';
+import { DEFAULT_LEASE_TIMING, holderIdentity } from '../../cluster/lease.js';
+import { FencedTransport } from '../../node/transport/fenced.js';
+import { LeaseKeeper } from '../../runbook/lease-keeper.js';
 import { detectNetwork } from '../../node/cni/network-mode.js';
 import { detectFlavor } from '../../node/runtime/flavor.js';
 import { run } from '../../node/transport/types.js';
@@ -14,6 +17,8 @@ export interface ReclaimOptions {
   cluster: Cluster;
   transport: Transport;
   node: string;
+  /** Where the node's Lease lives: reclaim holds it from the first audit to the last, as a run does. */
+  leaseNamespace: string;
   /** Between the two observations a finding must survive. */
   intervalSeconds: number;
   /** Files younger than this are left alone: an ADD may still be under way. */
@@ -31,8 +36,29 @@ export interface ReclaimResult {
 }
 
 
-/** Audit twice, release what both observations call dead (printing the plan first), audit again; nothing when either audit was blind. */
+/**
+ * Audit twice, release what both observations call dead (printing the plan first), audit again; nothing when either
+ * audit was blind. All of it under the node's Lease, as a run: no upgrade starts on the node meanwhile, and none is
+ * under way (a live holder: exit 9, nothing done); every change fenced by it.
+ */
 export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {
+  const keeper = new LeaseKeeper(options.cluster, {
+    ...DEFAULT_LEASE_TIMING,
+    namespace: options.leaseNamespace,
+    node: options.node,
+    holder: holderIdentity(),
+    outageToleranceSeconds: 120,
+  });
+  await keeper.acquire();
+  const fence = () => keeper.fence();
+  try {
+    return await reclaimHeld({ ...options, cluster: options.cluster.withHooks({ beforeWrite: fence }), transport: new FencedTransport(options.transport, fence) });
+  } finally {
+    if (!keeper.isLost) await keeper.release().catch(() => undefined);
+  }
+}
+
+async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
   const { cluster, transport, node } = options;
   const first = await auditLiveNode({ cluster, transport, node });
   await sleep(options.intervalSeconds * 1000);
