@@ -1,4 +1,6 @@
 import { Cluster } from '../cluster/api.js';
+import { JOURNAL_ANNOTATION, readLease } from '../cluster/lease.js';
+import { isUnfinished, parseJournal } from '../runbook/journal.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
 import { readInstalledVersions } from '../node/packages/index.js';
 import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
@@ -86,11 +88,19 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
 }
 
 /** Before the node starts: waits while a matching alert fires (up to its bound), then records what "back" means. */
-export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void): Promise<NodeBefore> {
+export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void, options: { alerts: boolean } = { alerts: true }): Promise<NodeBefore> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   const gates = inputs.gates ?? DEFAULT_GATES;
-  await waitForNoAlerts({ cluster, node: inputs.node, gates, log });
+  if (options.alerts) await waitForNoAlerts({ cluster, node: inputs.node, gates, log });
   return observeBefore(cluster, inputs.node);
+}
+
+/** "run R (running)" when the node's Lease carries a run that neither finished nor finished rolling back, else undefined. */
+export async function unfinishedRun(inputs: NodeUpgradeInputs): Promise<string | undefined> {
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  const lease = await readLease(cluster, inputs.leaseNamespace, inputs.node);
+  const journal = parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
+  return isUnfinished(journal) ? `run ${journal.runId}, ${journal.status}` : undefined;
 }
 
 /** After the node's run: it and its workloads back, then the soak; throws (the fleet stops) when time is up. */

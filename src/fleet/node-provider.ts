@@ -23,7 +23,8 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
 /** The side effects of a node's run, one seam for tests. */
 export interface NodeRunDeps {
   fleetHolds(inputs: fleet.NodeUpgradeInputs, now: Date): Promise<string[]>;
-  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void): Promise<NodeBefore>;
+  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean }): Promise<NodeBefore>;
+  unfinishedRun(inputs: fleet.NodeUpgradeInputs): Promise<string | undefined>;
   upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport>;
   markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
   afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void>;
@@ -52,11 +53,18 @@ export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, 
     await tell(outcome);
     throw new Error(nodeFailure({ node: inputs.node, ...outcome }));
   };
-  // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
-  // waves after it.
-  const holds = await deps.fleetHolds(rest, new Date()).catch((e: Error) => stop({ result: 'not-started', error: `could not check the window and the pause: ${e.message}` }));
-  if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
-  const before = await deps.beforeFleetNode(rest, log).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
+  // A node a killed `pulumi up` left half-done is out of service already (cordoned, maybe its runtime stopped): it is
+  // finished first, whatever the window, the pause and the alerts say (an alert may well be about this very node).
+  const unfinished = await deps.unfinishedRun(rest).catch((e: Error) => stop({ result: 'not-started', error: `could not read the node's Lease: ${e.message}` }));
+  if (unfinished) {
+    log(`[${inputs.node}] finishing the unfinished ${unfinished} first: the window, the pause and the alerts are not asked for a node already out of service`);
+  } else {
+    // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
+    // waves after it.
+    const holds = await deps.fleetHolds(rest, new Date()).catch((e: Error) => stop({ result: 'not-started', error: `could not check the window and the pause: ${e.message}` }));
+    if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
+  }
+  const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished }).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
   const started = Date.now();
   // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
   const report = await deps.upgradeFleetNode(rest, sshKey, log).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));

@@ -5,12 +5,13 @@ import { RunbookError } from '../../../src/errors.js';
 import { FleetRuns } from '../../../src/fleet/fleet-run.js';
 
 /** Deps that record what the node's run asked for, in order; the run ends as `ended` says. */
-function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after, unreachable }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string; unreachable?: string } = {}) {
+function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after, unreachable, unfinished }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string; unreachable?: string; unfinished?: string } = {}) {
   const calls: string[] = [];
   const deps: NodeRunDeps = {
     fleetHolds: async () => holds,
-    beforeFleetNode: async (i) => {
-      calls.push(`before ${i.node}`);
+    unfinishedRun: async () => unfinished,
+    beforeFleetNode: async (i, _log, options) => {
+      calls.push(`before ${i.node}${options?.alerts === false ? ' (no alerts)' : ''}`);
       if (before) throw new Error(before);
       return { schedulable: true, workloads: [] };
     },
@@ -48,6 +49,14 @@ describe("a fleet node's run in the provider", () => {
     const { deps, calls } = fakeDeps();
     expect(await run(deps, { webhook: 'http://127.0.0.1:1/hook' })).toMatchObject({ node: 'n', result: 'upgraded', skipped: null });
     expect(calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify http://127.0.0.1:1/hook upgraded']);
+  });
+
+  it('a node a killed pulumi up left half-done is finished first: neither the window, the pause nor the alerts hold it', async () => {
+    const { deps, calls } = fakeDeps({ holds: ['outside the maintenance window'], before: 'held by firing alert(s): KubeNodeNotReady', unfinished: 'run r1, running' });
+    const lines: string[] = [];
+    expect(await runNode({ ...(inputs as object) } as never, { ...deps, beforeFleetNode: async (i, _l, o) => (calls.push(`before ${i.node}${o?.alerts === false ? ' (no alerts)' : ''}`), { schedulable: false, workloads: [] }) }, (l) => lines.push(l), new FleetRuns())).toMatchObject({ result: 'upgraded' });
+    expect(calls).toEqual(['before n (no alerts)', 'upgrade n', 'after n false', 'notify none upgraded']);
+    expect(lines[0]).toBe('[n] finishing the unfinished run r1, running first: the window, the pause and the alerts are not asked for a node already out of service');
   });
 
   it('a gate before the node (alerts) stops it unstarted; a gate after it (workloads) stops the fleet with the node done', async () => {
