@@ -34,6 +34,7 @@ export interface NodeUpgradeInputs {
   drain: DrainOptions;
   leaseNamespace: string;
   allowControlPlane?: boolean;
+  allowNoRollback?: boolean;
   /** Checked before the node starts (with the pause ConfigMap in leaseNamespace); not part of the node's diff. */
   maintenanceWindow?: MaintenanceWindow;
   /** What an undrainable node does to the fleet: stop it (the default), or be passed by. */
@@ -76,7 +77,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
-      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, hooks: inputs.hooks ?? {} },
+      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {} },
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),

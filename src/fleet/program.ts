@@ -176,6 +176,7 @@ export default async function program() {
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,
           allowControlPlane: config.allowControlPlane,
+          allowNoRollback: config.allowNoRollback,
           undrainable: config.undrainable,
           gates: config.gates,
           // No wave waits for the last one.

@@ -28,6 +28,8 @@ export interface FleetConfig {
   leaseNamespace: string;
   /** Control-plane nodes are maintained only when allowed, and then last, one at a time. */
   allowControlPlane: boolean;
+  /** Nodes whose installed versions can no longer be had are upgraded anyway, without a rollback path. */
+  allowNoRollback: boolean;
   /** When set, a node starts only while the window is open. */
   maintenanceWindow?: MaintenanceWindow;
   order: FleetOrder;
@@ -42,7 +44,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -127,6 +129,8 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   if (sshKey !== undefined && (typeof sshKey !== 'string' || !sshKey.includes('PRIVATE KEY'))) throw new ConfigError('sshKey', 'must be a private key (PEM or OpenSSH), set with `pulumi config set --secret`');
   const allowControlPlane = get('allowControlPlane') ?? false;
   if (typeof allowControlPlane !== 'boolean') throw new ConfigError('allowControlPlane', 'must be true or false');
+  const allowNoRollback = get('allowNoRollback') ?? false;
+  if (typeof allowNoRollback !== 'boolean') throw new ConfigError('allowNoRollback', 'must be true or false');
   for (const k of ['kubeconfig', 'context', 'leaseNamespace'] as const) {
     if (get(k) !== undefined && typeof get(k) !== 'string') throw new ConfigError(k, 'must be a string');
   }
@@ -143,6 +147,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     drain,
     leaseNamespace: (get('leaseNamespace') as string | undefined) ?? 'kube-system',
     allowControlPlane: allowControlPlane as boolean,
+    allowNoRollback: allowNoRollback as boolean,
     maintenanceWindow: maintenanceWindow(get('maintenanceWindow')),
     order: fleetOrder(get('order')),
     undrainable: undrainable(get('undrainable')),

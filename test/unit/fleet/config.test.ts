@@ -20,6 +20,7 @@ describe('fleet stack config', () => {
     expect(c).toMatchObject({ nodes: ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'], maxUnavailable: 2, leaseNamespace: 'kube-system', ssh: { user: 'maint', port: 22, hosts: { 'real-node': '127.0.0.1:2222' } } });
     expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1 });
     expect(c.allowControlPlane).toBe(false);
+    expect(c.allowNoRollback).toBe(false);
   });
 
   it.each([
@@ -33,6 +34,7 @@ describe('fleet stack config', () => {
     [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
     [{ 'node-maint:allowControlPlane': '"yes"' }, /node-maint:allowControlPlane: must be true or false/],
+    [{ 'node-maint:allowNoRollback': '1' }, /node-maint:allowNoRollback: must be true or false/],
     [{ 'node-maint:dockerExec': '{"dockerHost":"unix:///run/docker.sock"}' }, /node-maint:dockerExec.containers: is missing: a map of node name to container name/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
