@@ -22,3 +22,17 @@ export function podIps(pod: Pod): string[] {
   if (pod.status?.podIP && !ips.includes(pod.status.podIP)) ips.push(pod.status.podIP);
   return ips;
 }
+
+/**
+ * What a cluster-wide view reads of a pod (its name, node, IPs, phase, whether it is a static control-plane pod), for
+ * lists of every pod: a full pod is kilobytes (containers, managed fields), and a big cluster has 100k of them.
+ */
+export function slimPod(pod: Pod): Pod {
+  const { name, namespace, uid, labels, annotations, deletionTimestamp, ownerReferences } = pod.metadata;
+  const mirror = annotations?.['kubernetes.io/config.mirror'];
+  return {
+    metadata: { name, namespace, uid, deletionTimestamp, ownerReferences, ...(labels?.component ? { labels: { component: labels.component } } : {}), ...(mirror !== undefined ? { annotations: { 'kubernetes.io/config.mirror': mirror } } : {}) },
+    spec: { nodeName: pod.spec.nodeName, hostNetwork: pod.spec.hostNetwork },
+    status: { phase: pod.status?.phase, podIP: pod.status?.podIP, podIPs: pod.status?.podIPs },
+  };
+}

@@ -2,6 +2,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
 import { isControlPlane } from '../cluster/nodes.js';
 import { listAll } from '../cluster/list.js';
+import { slimPod } from '../cluster/pods.js';
 import type { Node, Pod } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
@@ -140,7 +141,7 @@ export default async function program() {
   await refuseUnobserved(nodes, observed, config, fleet);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
-  const pods = await listAll<Pod>(cluster, '/api/v1/pods');
+  const pods = await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod);
   const controlPlane = controlPlaneNodes(pods, nodes);
   if (controlPlane.size > 0 && !config.allowControlPlane) {
     throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);

@@ -1,5 +1,5 @@
 import { isNotFound, type Cluster } from '../../cluster/api.js';
-import { isTerminal, podIps, podKey } from '../../cluster/pods.js';
+import { isTerminal, podIps, podKey, slimPod } from '../../cluster/pods.js';
 import { listAll } from '../../cluster/list.js';
 import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
@@ -28,7 +28,7 @@ export async function readCalicoView(cluster: Cluster): Promise<CalicoView | und
       listAll<IpamBlock>(cluster, `${GROUP}/ipamblocks`),
       listAll<IpamHandle>(cluster, `${GROUP}/ipamhandles`),
       listAll<Node>(cluster, '/api/v1/nodes'),
-      listAll<Pod>(cluster, '/api/v1/pods'),
+      listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod),
     ]);
     const podIpMap = new Map<string, { pod: string; node: string }>();
     for (const p of pods) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type Cluster } from '../../../src/cluster/api.js';
 import { listAll } from '../../../src/cluster/list.js';
+import { slimPod } from '../../../src/cluster/pods.js';
 
 /** A list served in pages of `limit`, continue tokens as offsets; `expireAt` answers 410 Gone once for that token. */
 function pagedCluster(total: number, expireAt?: string) {
@@ -41,5 +42,26 @@ describe('listing in pages (limit/continue)', () => {
   it('any other failure is the caller\'s', async () => {
     const cluster = { get: async () => Promise.reject(new ApiError(403, 'Forbidden', 'pods is forbidden')) } as unknown as Cluster;
     await expect(listAll(cluster, '/api/v1/pods')).rejects.toMatchObject({ status: 403 });
+  });
+});
+
+describe('a cluster-wide list kept slim', () => {
+  it('trims each item as its page arrives', async () => {
+    const { cluster } = pagedCluster(1_001);
+    expect(await listAll<number, string>(cluster, '/api/v1/pods', 500, (n) => `#${n}`)).toEqual(Array.from({ length: 1_001 }, (_, i) => `#${i}`));
+  });
+  it('keeps of a pod what the cluster-wide views read, and not its containers', () => {
+    const pod = {
+      metadata: { name: 'etcd-cp', namespace: 'kube-system', uid: 'u', labels: { component: 'etcd', tier: 'control-plane' }, annotations: { 'kubernetes.io/config.mirror': 'h', big: 'x'.repeat(1_000) }, managedFields: [{}] },
+      spec: { nodeName: 'cp', hostNetwork: true, containers: [{ name: 'etcd', image: 'etcd' }] },
+      status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], containerStatuses: [{ name: 'etcd' }] },
+    } as never;
+    const slim = slimPod(pod);
+    expect(slim).toEqual({
+      metadata: { name: 'etcd-cp', namespace: 'kube-system', uid: 'u', deletionTimestamp: undefined, ownerReferences: undefined, labels: { component: 'etcd' }, annotations: { 'kubernetes.io/config.mirror': 'h' } },
+      spec: { nodeName: 'cp', hostNetwork: true },
+      status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }] },
+    });
+    expect(JSON.stringify(slim).length).toBeLessThan(JSON.stringify(pod).length / 4);
   });
 });
