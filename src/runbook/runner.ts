@@ -219,9 +219,11 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   try {
     ok = await rollbackFromJournal(ctx, STEPS, report, emit);
   } catch (e) {
-    // The rollback needs the Lease too: lost to another run, or not renewable through the outage that failed the step.
-    if (codeOf(e) === 'leaseLost') return stoppedByLease(report, keeper, options);
-    throw e;
+    // The rollback needs the Lease too: lost to another run, or not renewable (nor its journal writable) through the
+    // outage that failed the step. A rollback that could not even record its start leaves the run to be resumed.
+    if (codeOf(e) !== 'leaseLost' && codeOf(e) !== 'unreachable') throw e;
+    if (report.rollback.length === 0) journal.status = 'running';
+    return stoppedByLease(report, keeper, options);
   }
   report.result = ok ? 'rolled-back' : 'rollback-failed';
   report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
@@ -241,7 +243,7 @@ function stoppedByLease(report: RunReport, keeper: LeaseKeeper, options: RunOpti
   }
   report.result = 'api-outage';
   report.exitCode = ExitCode.unreachable;
-  report.next = `the Kubernetes API did not answer for longer than the outage tolerance (${options.outageToleranceSeconds}s), so the Lease could not be renewed and this run stopped changing ${options.node} where it was (nobody else took the Lease as far as it saw); once the API answers, run the same command again to finish, or roll back with --rollback`;
+  report.next = `the Kubernetes API did not answer for longer than the outage tolerance (${options.outageToleranceSeconds}s), so the Lease could not be renewed and this run stopped changing ${options.node} where it was (nobody else took the Lease as far as it saw); once the API answers, run the same command again to ${report.rollback.length > 0 ? 'finish the rollback' : 'finish, or roll back with --rollback'}`;
 }
 
 async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {

@@ -134,7 +134,15 @@ async function checkInstallable(ctx: RunContext, state: NodeState, changes: Arra
   if (unavailable.length > 0) {
     throw refuse(unavailable.map(([p, v]) => `${p} ${v} is not available from ${options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
   }
-  const simulation = parseInstallSimulation(await run(ctx.transport, simulateInstallScript(Object.fromEntries(changes))));
+  // A run resumed after its own install began passed these checks then, and apt cannot simulate over the dpkg it
+  // left interrupted: the upgrade step repairs dpkg first, and rolls back from the .debs it kept.
+  if (ctx.journal.steps['upgrade-runtime'] !== undefined) return [];
+  const simulated = await ctx.transport.exec(simulateInstallScript(Object.fromEntries(changes)), { timeoutMs: options.commandTimeoutSeconds * 1000 });
+  if (simulated.code !== 0) {
+    const said = simulated.stdout.split('\n').filter((l) => /^E:|^ /.test(l)).slice(-6).join(' | ');
+    throw refuse(`apt cannot plan the install of ${changes.map(([p, v]) => `${p} ${v}`).join(', ')} on ${options.node} (apt-get -s exited ${simulated.code}: ${said || 'no reason given'}); nothing was changed`);
+  }
+  const simulation = parseInstallSimulation(simulated.stdout);
   if (simulation.removals.length > 0) {
     throw refuse(`installing ${changes.map(([p, v]) => `${p} ${v}`).join(', ')} on ${options.node} would remove ${simulation.removals.map((r) => `${r.name} ${r.version}`.trim()).join(', ')} (apt-get -s): node-maint never removes packages; resolve the conflict by hand or choose targets that keep them`);
   }

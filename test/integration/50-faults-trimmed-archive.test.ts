@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bed, kubectlJson, upgradeNode } from './bed.js';
-import { containerdStatus, expectServing, report, stepLine, upgradeArgs, type Target } from './faults.js';
+import { containerdStatus, expectServing, reinstalledFromKept, report, stepLine, upgradeArgs, type Target } from './faults.js';
 import { onLeasedNode } from './pool.js';
 
 // Debian's and Ubuntu's archives keep only the newest point release: once the version a node runs is gone from them,
@@ -38,7 +38,7 @@ describe('a rollback whose prior version the archive no longer has', () => {
     expect(await offered(t)).not.toContain(OLD());
     expect(result.stderr).toMatch(new RegExp(`kept containerd ${OLD().replace(/[+.~]/g, '\\$&')} for a rollback: /var/lib/node-maint/backups/\\S+/debs/containerd_`));
     const undone = report(result).rollback.find((u: any) => u.step === 'upgrade-runtime');
-    expect(undone.summary).toMatch(new RegExp(`^reinstalled containerd ${OLD().replace(/[+.~]/g, '\\$&')} \\(from the kept /var/lib/node-maint/backups/\\S+/debs/containerd_`));
+    expect(undone.summary).toMatch(reinstalledFromKept('containerd', OLD()));
     await expectServing(t, OLD());
   }));
 

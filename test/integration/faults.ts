@@ -84,3 +84,8 @@ export async function expectServing(t: Target, version: string, options: { cordo
   });
 }
 
+
+/** upgrade-runtime's rollback summary: the prior version reinstalled from the .deb the run kept before its install. */
+export const reinstalledFromKept = (pkg: string, version: string) =>
+  new RegExp(`^reinstalled ${pkg} ${escapeRe(version)} \\(from the kept /var/lib/node-maint/backups/[0-9a-f-]+/debs/${escapeRe(pkg)}_${escapeRe(version)}_amd64\\.deb\\)$`);
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\~]/g, '\\$&');

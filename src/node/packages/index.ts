@@ -154,7 +154,7 @@ export function parseKeptDebs(text: string): { kept: Record<string, string>; mis
 
 /** Prints "NAME" for each package whose version is in apt's archive cache (a rollback could install it offline). */
 export function cachedDebsScript(versions: Record<string, string>): string {
-  return Object.entries(versions).map(([p, v]) => `ls /var/cache/apt/archives/${debFileGlob(p, v)} >/dev/null 2>&1 && echo ${command(p)}`).join('; ') + '; true';
+  return [...Object.entries(versions).map(([p, v]) => `ls /var/cache/apt/archives/${debFileGlob(p, v)} >/dev/null 2>&1 && echo ${command(p)}`), 'true'].join('; ');
 }
 
 /**
