@@ -89,10 +89,10 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
 }
 
 /** Before the node starts: waits while a matching alert fires (up to its bound), then records what "back" means. */
-export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void, options: { alerts: boolean } = { alerts: true }): Promise<NodeBefore> {
+export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void, options: { alerts: boolean; maintaining?: string[] } = { alerts: true }): Promise<NodeBefore> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   const gates = inputs.gates ?? DEFAULT_GATES;
-  if (options.alerts) await waitForNoAlerts({ cluster, node: inputs.node, gates, log });
+  if (options.alerts) await waitForNoAlerts({ cluster, node: inputs.node, gates, log, maintaining: options.maintaining });
   return observeBefore(cluster, inputs.node);
 }
 

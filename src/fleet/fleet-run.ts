@@ -18,6 +18,11 @@ export class FleetRuns {
     run.running.add(node);
   }
 
+  /** The nodes of this fleet whose runs are under way in this process now. */
+  running(fleet: string): string[] {
+    return [...(this.runs.get(fleet)?.running ?? [])];
+  }
+
   /** The fleet-failed message once a node failed and none is running any more; undefined while the fleet goes on. */
   ended(fleet: string, node: string, end: NodeEnd, later: LaterNodes): FleetMessage | undefined {
     const run = this.runs.get(fleet);

@@ -23,7 +23,7 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
 /** The side effects of a node's run, one seam for tests. */
 export interface NodeRunDeps {
   fleetHolds(inputs: fleet.NodeUpgradeInputs, now: Date): Promise<string[]>;
-  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean }): Promise<NodeBefore>;
+  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean; maintaining?: string[] }): Promise<NodeBefore>;
   unfinishedRun(inputs: fleet.NodeUpgradeInputs): Promise<string | undefined>;
   upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport>;
   markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
@@ -64,7 +64,8 @@ export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, 
     const holds = await deps.fleetHolds(rest, new Date()).catch((e: Error) => stop({ result: 'not-started', error: `could not check the window and the pause: ${e.message}` }));
     if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
   }
-  const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished }).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
+  const maintaining = runs.running(fleetName).filter((n) => n !== inputs.node);
+  const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished, maintaining }).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
   const started = Date.now();
   // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
   const report = await deps.upgradeFleetNode(rest, sshKey, log).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));

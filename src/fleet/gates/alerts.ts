@@ -7,7 +7,7 @@ export interface PrometheusAlert {
   activeAt?: string;
 }
 
-/** The firing alerts that hold the fleet: every given label matches, and the name is listed (when names are given). */
+/** The firing alerts that match the gate: every given label matches, and the name is listed (when names are given). */
 export function holdingAlerts(gate: Pick<AlertGate, 'names' | 'labels'>, alerts: PrometheusAlert[]): PrometheusAlert[] {
   return alerts.filter(
     (a) =>
@@ -15,6 +15,24 @@ export function holdingAlerts(gate: Pick<AlertGate, 'names' | 'labels'>, alerts:
       (gate.names.length === 0 || gate.names.includes(a.labels.alertname ?? '')) &&
       Object.entries(gate.labels).every(([k, v]) => a.labels[k] === v),
   );
+}
+
+/** The labels by which alerts name a node (kube-state-metrics, node-exporter, kubelet): `instance` without its port. */
+const NODE_LABELS = ['node', 'kubernetes_node', 'nodename', 'hostname', 'instance'];
+
+/** The nodes an alert is about, as its labels name them. */
+export function alertNodes(alert: PrometheusAlert): string[] {
+  return NODE_LABELS.flatMap((k) => (alert.labels[k] ? [alert.labels[k]!.replace(/:\d+$/, '')] : []));
+}
+
+/**
+ * Splits matching alerts into those that hold the next node and those about nodes this fleet is maintaining right
+ * now: a node under maintenance is NotReady and cordoned on purpose (KubeNodeNotReady, KubeNodeUnreachable fire for
+ * it), and that must not hold the rest of its wave.
+ */
+export function splitByMaintained(alerts: PrometheusAlert[], maintaining: string[]): { holding: PrometheusAlert[]; excused: PrometheusAlert[] } {
+  const ours = (a: PrometheusAlert) => alertNodes(a).length > 0 && alertNodes(a).every((n) => maintaining.includes(n));
+  return { holding: alerts.filter((a) => !ours(a)), excused: alerts.filter(ours) };
 }
 
 export function describeAlerts(alerts: PrometheusAlert[]): string {

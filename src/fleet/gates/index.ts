@@ -3,7 +3,7 @@ import type { Cluster } from '../../cluster/api.js';
 import { getNode, isReady, readyMessage } from '../../cluster/nodes.js';
 import { waitUntil } from '../../wait.js';
 import type { Gates } from '../config/operations.js';
-import { describeAlerts, fetchAlerts, holdingAlerts } from './alerts.js';
+import { describeAlerts, fetchAlerts, holdingAlerts, splitByMaintained } from './alerts.js';
 import { notBack, readWorkloads, targetsOf, workloadName, workloadsOnNode, type WorkloadStatus } from './workloads.js';
 
 // The gates around each node of a fleet: before it starts, no firing alert holds it; after it is done, it is Ready
@@ -21,6 +21,8 @@ export interface GateContext {
   node: string;
   gates: Gates;
   log: (line: string) => void;
+  /** The other nodes this fleet is maintaining now: alerts about them do not hold this one. */
+  maintaining?: string[];
   /** How often the gates look again. */
   pollMs?: number;
 }
@@ -30,12 +32,15 @@ export class GateError extends Error {
 }
 
 /** Waits while a matching alert fires, up to the hold timeout; then the fleet stops before this node. */
-export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000 }: GateContext): Promise<void> {
+export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000, maintaining = [] }: GateContext): Promise<void> {
   const gate = gates.alerts;
   if (!gate) return;
+  let said = '';
   const check = async (): Promise<true | string> => {
     try {
-      const holding = holdingAlerts(gate, await fetchAlerts(gate.prometheus));
+      const { holding, excused } = splitByMaintained(holdingAlerts(gate, await fetchAlerts(gate.prometheus)), maintaining);
+      const about = describeAlerts(excused);
+      if (about && about !== said) log(`[${node}] not held by alert(s) about nodes this fleet is maintaining: ${(said = about)}`);
       return holding.length === 0 ? true : `held by firing alert(s): ${describeAlerts(holding)}`;
     } catch (e) {
       return `${(e as Error).message}: held until it answers`;

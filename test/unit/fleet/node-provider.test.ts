@@ -11,7 +11,7 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
     fleetHolds: async () => holds,
     unfinishedRun: async () => unfinished,
     beforeFleetNode: async (i, _log, options) => {
-      calls.push(`before ${i.node}${options?.alerts === false ? ' (no alerts)' : ''}`);
+      calls.push(`before ${i.node}${options?.alerts === false ? ' (no alerts)' : ''}${options?.maintaining?.length ? ` (maintaining ${options.maintaining.join(',')})` : ''}`);
       if (before) throw new Error(before);
       return { schedulable: true, workloads: [] };
     },
@@ -57,6 +57,14 @@ describe("a fleet node's run in the provider", () => {
     expect(await runNode({ ...(inputs as object) } as never, { ...deps, beforeFleetNode: async (i, _l, o) => (calls.push(`before ${i.node}${o?.alerts === false ? ' (no alerts)' : ''}`), { schedulable: false, workloads: [] }) }, (l) => lines.push(l), new FleetRuns())).toMatchObject({ result: 'upgraded' });
     expect(calls).toEqual(['before n (no alerts)', 'upgrade n', 'after n false', 'notify none upgraded']);
     expect(lines[0]).toBe('[n] finishing the unfinished run r1, running first: the window, the pause and the alerts are not asked for a node already out of service');
+  });
+
+  it('the alert gate is told which other nodes of the fleet are under way, so their own alerts do not hold this one', async () => {
+    const { deps, calls } = fakeDeps();
+    const runs = new FleetRuns();
+    runs.started('p/s', 'm');
+    await run(deps, { fleet: 'p/s' }, runs);
+    expect(calls[0]).toBe('before n (maintaining m)');
   });
 
   it('a gate before the node (alerts) stops it unstarted; a gate after it (workloads) stops the fleet with the node done', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeAlerts, holdingAlerts, type PrometheusAlert } from '../../../../src/fleet/gates/alerts.js';
+import { alertNodes, describeAlerts, holdingAlerts, splitByMaintained, type PrometheusAlert } from '../../../../src/fleet/gates/alerts.js';
 
 // As Prometheus 2.42's GET /api/v1/alerts lists them.
 const alerts: PrometheusAlert[] = [
@@ -21,5 +21,21 @@ describe('the alert gate', () => {
 
   it('names each holding alert with its labels and since when', () => {
     expect(describeAlerts([alerts[1]!])).toBe('NodeMaintLeakedIPs{severity=critical,instance=n1:9100} since 2026-11-25T06:10:00Z');
+  });
+});
+
+describe('alerts about the nodes the fleet is maintaining', () => {
+  const firing = (alertname: string, labels: Record<string, string>): PrometheusAlert => ({ labels: { alertname, ...labels }, state: 'firing' });
+  it('do not hold the next node; alerts about other nodes, or about none, still do', () => {
+    const alerts = [
+      firing('KubeNodeNotReady', { node: 'n1' }),
+      firing('NodeFilesystemFull', { instance: 'n2:9100' }),
+      firing('KubeNodeNotReady', { node: 'n9' }),
+      firing('ClusterDown', {}),
+    ];
+    const { holding, excused } = splitByMaintained(alerts, ['n1', 'n2']);
+    expect(excused.map((a) => a.labels.alertname)).toEqual(['KubeNodeNotReady', 'NodeFilesystemFull']);
+    expect(holding.map((a) => `${a.labels.alertname}${a.labels.node ? `{${a.labels.node}}` : ''}`)).toEqual(['KubeNodeNotReady{n9}', 'ClusterDown']);
+    expect(alertNodes(firing('X', { kubernetes_node: 'n3', instance: '10.0.0.3:10250' }))).toEqual(['n3', '10.0.0.3']);
   });
 });
