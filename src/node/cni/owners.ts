@@ -6,13 +6,13 @@ import { detectNetwork } from './network-mode.js';
 // with networks, cache entries and host-local reservations of its own. node-maint tears down, clears and audits only
 // kubelet's; the rest is left as it is and listed, so that a maintenance never cuts another user's network.
 
-/** containerd's CRI attaches every sandbox's loopback through libcni under this network name. */
-const CRI_LOOPBACK = 'cni-loopback';
+/** The runtimes attach every sandbox's loopback through libcni under these names: containerd's CRI, cri-dockerd's kubenet. */
+const LOOPBACKS = ['cni-loopback', 'kubenet-loopback'];
 
 /** The networks kubelet's runtime attaches pods to: kubenet, or the first CNI config (the one CRI runtimes use). */
 export function kubeletNetworks(state: NodeState): Set<string> {
   const net = detectNetwork(state, detectFlavor(state));
-  return new Set([net.networkName, CRI_LOOPBACK].filter(Boolean));
+  return new Set([net.networkName, ...LOOPBACKS].filter(Boolean));
 }
 
 const podArgs = (e: CniCacheEntry) => (e.cniArgs ?? []).some(([k]) => k === 'K8S_POD_NAME' || k === 'K8S_POD_NAMESPACE');

@@ -53,6 +53,8 @@ describe('other CNI users on the node', () => {
     const s = kubenetNode(1, 0);
     s.processes['cri-dockerd'] = '/usr/bin/cri-dockerd --network-plugin=kubenet';
     s.cniCache.push({ path: '/var/lib/cni/results/other-x-eth1', format: 'cniCacheV1', networkName: 'other', containerId: id(1), ifName: 'eth1', ips: [], mtime: 0 });
+    // cri-dockerd's kubenet attaches each sandbox's loopback as kubenet-loopback, with no K8S_* arguments: a dead sandbox's stays ours.
+    s.cniCache.push({ path: `/var/lib/cni/cache/results/kubenet-loopback-${id(7)}-lo`, format: 'cniCacheV1', networkName: 'kubenet-loopback', containerId: id(7), ifName: 'lo', ips: [], mtime: 0 });
     s.cniCache.push({ path: '/var/lib/cni/results/garbled', format: 'unreadable', networkName: '', containerId: '', ifName: '', ips: [], mtime: 0 });
     // Result-only (libcni before 0.8): no arguments to tell by; kept unless it names another configured network.
     s.cniCache.push({ path: `/var/lib/cni/results/ghost-net-${id(9)}-eth0`, format: 'legacy', networkName: 'ghost-net', containerId: id(9), ifName: 'eth0', ips: [], mtime: 0 });
@@ -60,6 +62,6 @@ describe('other CNI users on the node', () => {
     s.cniConfFiles = [{ path: '/etc/cni/net.d/87-podman.conflist', name: '87-podman.conflist', size: 1, mtime: 0, content: '{"name": "podman", "plugins": []}' }];
     setAsideForeign(s);
     expect(s.foreign.cniCache.map((e) => e.networkName)).toEqual(['podman']);
-    expect(s.cniCache.map((e) => e.networkName)).toEqual(['kubenet', 'other', '', 'ghost-net']);
+    expect(s.cniCache.map((e) => e.networkName)).toEqual(['kubenet', 'other', 'kubenet-loopback', '', 'ghost-net']);
   });
 });
