@@ -474,7 +474,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     done
     for f in /var/lib/cni/results/* /var/lib/cni/cache/results/*; do
       [ -f "$f" ] || continue
-      case "$live" in *"$(basename "$f" | sed 's/-eth0$//' | grep -oE '[0-9a-f]{64}$')"*) ;; *) echo "cache entry $f of no live sandbox" ;; esac
+      case "$live" in *"$(basename "$f" | sed -E 's/-[^-]+$//' | grep -oE '[0-9a-f]{64}$')"*) ;; *) echo "cache entry $f of no live sandbox" ;; esac
     done
     ip -4 -o addr show dev cbr0 2>/dev/null | awk '{print "cbr0 " $4}'`);
   const cbr0 = /^cbr0 (\S+)$/m.exec(dirty)?.[1];
