@@ -27,16 +27,25 @@ const podmanState = (t: TestNode) =>
     ls /var/lib/cni/networks/podman | sort
     ls /var/lib/cni/results | grep '^podman-' | sort`);
 
+/** Each container's process (what lives in its network namespace, as a real container's does), by node. */
+const processes = new Map<string, string[]>();
+
 beforeAll(async () => {
   for (const t of NODES) {
     await t.put(bed().cnitool, '/usr/local/bin/cnitool');
     await t.sh(`printf '%s' '${conflist}' > ${CONF}`);
-    for (const n of CONTAINERS) await t.sh(`ip netns add ${n} && ${cni('add', n)} >/dev/null`);
+    const pids: string[] = [];
+    for (const n of CONTAINERS) {
+      await t.sh(`ip netns add ${n} && ${cni('add', n)} >/dev/null`);
+      pids.push((await t.sh(`setsid ip netns exec ${n} sleep 100000 </dev/null >/dev/null 2>&1 & echo $!`)).trim());
+    }
+    processes.set(t.name, pids);
   }
 });
 
 afterAll(async () => {
   for (const t of NODES) {
+    await t.sh(`kill ${(processes.get(t.name) ?? []).join(' ')} 2>/dev/null; true`);
     for (const n of CONTAINERS) await t.sh(`${cni('del', n)}; ip netns delete ${n}`).catch(() => undefined);
     await t.sh(`rm -rf ${CONF} /var/lib/cni/networks/podman /usr/local/bin/cnitool; ip link delete cni-podman0 2>/dev/null || true`);
   }
