@@ -3,6 +3,7 @@ import { parseReplayOutput, planReplay, replayScript, type DelReplay } from '../
 import { failedRemovals, removeSandboxesScript } from '../node/runtime/sandboxes.js';
 import type { NodeState, Sandbox } from '../node/state/types.js';
 import { leftAloneLine } from '../node/cni/owners.js';
+import { configsByNetwork } from '../node/cni/network-mode.js';
 import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
 import type { Step, StepPlan } from '../runbook/step.js';
@@ -11,20 +12,6 @@ export interface TeardownPlan extends StepPlan {
   replays: DelReplay[];
   unreplayable: Array<{ entryPath: string; reason: string }>;
   sandboxes: Sandbox[];
-}
-
-/** The network configs on the node by name, for result-only cache entries of a CNI (not kubenet) network. */
-function configsByNetwork(state: NodeState): Map<string, string> {
-  const map = new Map<string, string>();
-  for (const f of state.cniConfFiles) {
-    try {
-      const name = (JSON.parse(f.content ?? '') as { name?: string }).name;
-      if (name && f.content) map.set(name, f.content);
-    } catch {
-      // not a network config
-    }
-  }
-  return map;
 }
 
 /** The runtime did not list its sandboxes: never taken as "no sandboxes" (the step fails, and the run rolls back). */

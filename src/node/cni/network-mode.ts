@@ -59,3 +59,17 @@ export function ipamRefusal(node: string, net: NetworkInfo, proof: 'ipam' | 'net
     'with the weaker proof (the smoke pod must get an IP and become Ready; the IPAM is not checked)'
   );
 }
+
+/** The network configs on the node by name, for result-only cache entries of a CNI (not kubenet) network. */
+export function configsByNetwork(state: NodeState): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const f of state.cniConfFiles) {
+    try {
+      const name = (JSON.parse(f.content ?? '') as { name?: string }).name;
+      if (name && f.content) map.set(name, f.content);
+    } catch {
+      // not a network config
+    }
+  }
+  return map;
+}

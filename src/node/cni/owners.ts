@@ -1,6 +1,6 @@
 import { detectFlavor } from '../runtime/flavor.js';
 import type { CniCacheEntry, IpamDirectory, NodeState } from '../state/types.js';
-import { detectNetwork } from './network-mode.js';
+import { configsByNetwork, detectNetwork } from './network-mode.js';
 
 // A node may host CNI users besides kubelet's runtime: podman, a CI runner's containers, a VPN's namespace, each
 // with networks, cache entries and host-local reservations of its own. node-maint tears down, clears and audits only
@@ -17,18 +17,6 @@ export function kubeletNetworks(state: NodeState): Set<string> {
 
 const podArgs = (e: CniCacheEntry) => (e.cniArgs ?? []).some(([k]) => k === 'K8S_POD_NAME' || k === 'K8S_POD_NAMESPACE');
 
-/** The names of the CNI configs on the node. */
-function configuredNetworks(state: NodeState): Set<string> {
-  const names = state.cniConfFiles.map((f) => {
-    try {
-      return (JSON.parse(f.content ?? '') as { name?: unknown }).name;
-    } catch {
-      return undefined;
-    }
-  });
-  return new Set(names.filter((n): n is string => typeof n === 'string'));
-}
-
 /**
  * Moves every CNI cache entry and host-local directory that is not Kubernetes' into `state.foreign`. Kubernetes'
  * are those of kubelet's networks, of a sandbox the runtime or a checkpoint knows, or made with the K8S_POD_*
@@ -37,7 +25,7 @@ function configuredNetworks(state: NodeState): Set<string> {
  */
 export function setAsideForeign(state: NodeState): void {
   const networks = kubeletNetworks(state);
-  const others = new Set([...configuredNetworks(state)].filter((n) => !networks.has(n)));
+  const others = new Set([...configsByNetwork(state).keys()].filter((n) => !networks.has(n)));
   const sandboxes = new Set([...state.sandboxes.map((s) => s.id), ...state.checkpoints.map((c) => c.sandboxId)]);
   const ours = (e: CniCacheEntry) =>
     networks.has(e.networkName) || sandboxes.has(e.containerId) || podArgs(e) || (e.format !== 'cniCacheV1' && !others.has(e.networkName));
