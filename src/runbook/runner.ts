@@ -5,6 +5,7 @@ import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
 import { ConnectionLostError, type Transport } from '../node/transport/types.js';
 import { STEPS } from '../steps/index.js';
+import { releaseKeptDebs } from '../steps/upgrade-runtime.js';
 import type { PreflightPlan } from '../steps/preflight.js';
 import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
@@ -100,6 +101,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       });
     }
     if (touched) report.steps = mergeJournal(report.steps, journal);
+    if (touched && !options.dryRun) await releaseKeptDebs(ctx);
     report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
     report.pointOfNoReturn = journal.pointOfNoReturn;
     report.backups = journal.backups;

@@ -79,6 +79,22 @@ async function keptDebsOnNode(ctx: RunContext, packages: string[]): Promise<Reco
   return Object.fromEntries(kept.filter(([, f]) => present.has(f)));
 }
 
+/**
+ * Deletes the kept .debs of a run that completed or finished rolling back: neither can be rolled back any more, and
+ * at about 100 MB a run they would fill the node. Best effort: what could not be deleted is said, nothing fails.
+ */
+export async function releaseKeptDebs(ctx: RunContext): Promise<void> {
+  const finished = ctx.journal.status === 'completed' || ctx.journal.status === 'rolled-back';
+  if (!finished || !ctx.journal.keptDebs) return;
+  try {
+    await run(ctx.transport, `rm -rf ${quote(debsDir(ctx))}`, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
+    ctx.progress(`deleted the .debs kept for a rollback (${debsDir(ctx)}): the run is ${ctx.journal.status}`);
+    delete ctx.journal.keptDebs;
+  } catch (error) {
+    ctx.progress(`could not delete the .debs kept for a rollback in ${debsDir(ctx)}: ${(error as Error).message}`);
+  }
+}
+
 export const upgradeRuntime: Step<UpgradePlan> = {
   name: 'upgrade-runtime',
   title: 'Upgrade the runtime',

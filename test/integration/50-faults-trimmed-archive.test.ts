@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bed, kubectlJson, upgradeNode } from './bed.js';
+import { bed, kubectlJson, upgradeNode, type CliResult } from './bed.js';
 import { containerdStatus, expectServing, reinstalledFromKept, report, stepLine, upgradeArgs, type Target } from './faults.js';
 import { onLeasedNode } from './pool.js';
 
@@ -28,6 +28,12 @@ const onNode = (fn: (t: Target) => Promise<void>) =>
     }
   });
 const offered = async (t: Target) => (await t.sh(`apt-cache madison containerd | awk -F'|' '{gsub(/ /,"",$2); print $2}'`)).trim().split('\n');
+/** A run that completed or rolled back can never be rolled back again: the .debs it kept are deleted from the node. */
+async function expectKeptDebsDeleted(t: Target, result: CliResult): Promise<void> {
+  const dir = `/var/lib/node-maint/backups/${report(result).runId}/debs`;
+  expect(result.stderr).toContain(`deleted the .debs kept for a rollback (${dir})`);
+  expect((await t.sh(`[ -e ${dir} ] && echo present || echo gone`)).trim()).toBe('gone');
+}
 const schedulable = async (t: Target) => !(await kubectlJson('get', 'node', t.name)).spec.unschedulable;
 
 describe('a rollback whose prior version the archive no longer has', () => {
@@ -40,6 +46,7 @@ describe('a rollback whose prior version the archive no longer has', () => {
     const undone = report(result).rollback.find((u: any) => u.step === 'upgrade-runtime');
     expect(undone.summary).toMatch(reinstalledFromKept('containerd', OLD()));
     await expectServing(t, OLD());
+    await expectKeptDebsDeleted(t, result);
   }));
 
   it.concurrent('already gone before the run: refused in preflight (exit 10) naming it; --allow-no-rollback goes on, said in the plan', onNode(async (t) => {
@@ -53,6 +60,7 @@ describe('a rollback whose prior version the archive no longer has', () => {
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(report(allowed).steps.find((s: any) => s.name === 'preflight').summary).toContain(`no rollback path for containerd ${OLD()} (--allow-no-rollback)`);
     expect(await containerdStatus(t)).toBe(`${NEW()} hi `);
+    await expectKeptDebsDeleted(t, allowed);
   }));
 });
 

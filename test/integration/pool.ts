@@ -400,6 +400,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     # kubelet started with a test's extra flags (kubelet-with-faults) starts again without them.
     if [ -f /run/node-maint-test-faults/kubelet-extra-args ]; then rm -f /run/node-maint-test-faults/kubelet-extra-args; date +%s; systemctl restart kubelet; fi
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
+    # .debs a killed run kept (about 100 MB each): an aging bed fills with them otherwise.
+    rm -rf /var/lib/node-maint/backups/*/debs
     find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
     # apt's source made to drop a version (test 50): the bed's repository again.
     if [ "$(cat /etc/apt/sources.list)" != 'deb [trusted=yes] file:/srv/debs ./' ] || ls /etc/apt/sources.list.d/nm-test-* >/dev/null 2>&1; then
