@@ -83,7 +83,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       if (json) {
         io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
       } else {
-        const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...result.calico.map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
+        const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...[...result.calico, ...result.whereabouts].map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
         const refused = result.plan.refused.length > 0 ? `Reclaim on ${node} refused, nothing was done: the audit could not verify everything:\n${result.plan.refused.map((r) => `  - ${r}`).join('\n')}\n` : '';
         io.stdout(`${refused || `Reclaim on ${node}: ${done.length} item(s) handled, backups in ${result.backupDir}\n${done.join('\n')}\n`}\nAfter:\n${renderAudit(result.after)}\n`);
       }

@@ -57,8 +57,8 @@ Other:
   --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
   --smoke-timeout DURATION     (120s) for the smoke pod to get a sandbox and an IP
   --proof ipam|network-only    (ipam) what the smoke pod must show before uncordon: its IP held by a live sandbox in
-                               the node's IPAM (host-local; a node whose CNI uses another IPAM is refused in
-                               preflight, exit 10), or only an IP and Ready (the IPAM not checked, said in the report)
+                               the node's IPAM (host-local or whereabouts; a node whose CNI uses another IPAM is
+                               refused in preflight, exit 10), or only an IP and Ready (the IPAM not checked, said)
   --lock-timeout DURATION      (120s) for another process's apt/dpkg to release the dpkg lock
   --outage-tolerance DURATION  (120s) how long an API outage is waited out (changes to the node held meanwhile)
   --budget-wait DURATION       (120s) how long preflight waits for a budget that is at zero only for now (its pods

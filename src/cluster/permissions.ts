@@ -18,10 +18,17 @@ export interface Permission {
 /** Calico's IPAM records, read by the audit on a cluster that has them. */
 export const CALICO_PERMISSIONS: Permission[] = ['ipamblocks', 'blockaffinities', 'ipamhandles'].map((resource) => ({ verb: 'list', group: 'crd.projectcalico.org', resource }));
 
-/** What an upgrade (and its rollback) asks of the API; leases, the smoke pod and its events live in `namespace`. */
-export function upgradePermissions(namespace: string, calico: boolean): Permission[] {
+/** whereabouts' pools, read by the proof and the audit on a cluster that has them. */
+export const WHEREABOUTS_PERMISSIONS: Permission[] = [{ verb: 'list', group: 'whereabouts.cni.cncf.io', resource: 'ippools' }];
+
+/**
+ * What an upgrade (and its rollback) asks of the API; leases, the smoke pod and its events live in `namespace`;
+ * Calico's and whereabouts' records where the cluster serves them.
+ */
+export function upgradePermissions(namespace: string, calico: boolean, whereabouts = false): Permission[] {
   return [
     ...(calico ? CALICO_PERMISSIONS : []),
+    ...(whereabouts ? WHEREABOUTS_PERMISSIONS : []),
     { verb: 'get', group: '', resource: 'nodes' },
     { verb: 'list', group: '', resource: 'nodes' },
     { verb: 'patch', group: '', resource: 'nodes', write: true },

@@ -7,6 +7,8 @@ import { detectNetnsLeaks } from './detect/netns.js';
 import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating } from './detect/sandboxes.js';
 import { leftAloneLine } from '../node/cni/owners.js';
 import { liveness } from './liveness.js';
+import { detectWhereaboutsLeaks } from './whereabouts/detect.js';
+import type { WhereaboutsView } from './whereabouts/types.js';
 import { auditVerdict, type AuditReport } from './types.js';
 
 export interface AuditInput {
@@ -21,6 +23,8 @@ export interface AuditInput {
   podCidrs?: string[];
   /** Calico IPAM findings (they need no node state), this node's apart from the cluster's. */
   calico?: CalicoFindings;
+  /** whereabouts' allocations of the node's ranges; undefined when the node has no whereabouts network. */
+  whereabouts?: WhereaboutsView;
   /** What the caller could not read, with why (e.g. Calico's IPAM). */
   unverifiable?: string[];
   nowMs?: number;
@@ -32,6 +36,7 @@ export function auditNode(input: AuditInput): AuditReport {
   const podCidrs = [...new Set([...(input.podCidrs ?? []), ...(input.podCidr ? [input.podCidr] : [])])];
   const live = liveness(state, pods);
   const ipam = detectIpamLeaks(state, live, podCidrs);
+  const whereabouts = input.whereabouts ? detectWhereaboutsLeaks(input.whereabouts, live, pods) : { node: [], cluster: [] };
   const findings = [
     ...ipam.findings,
     ...detectCacheLeaks(state, live),
@@ -40,6 +45,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ...detectStuckTerminating(state, pods ?? [], input.nowMs ?? state.now * 1000),
     ...detectNetnsLeaks(state),
     ...(input.calico?.node ?? []),
+    ...whereabouts.node,
   ];
   const unverifiable = [
     ...(state.runtimeReachable ? [] : ['the container runtime did not answer: sandboxes and containers unknown, so no reservation, cache entry, checkpoint, sandbox or network namespace was judged']),
@@ -53,7 +59,7 @@ export function auditNode(input: AuditInput): AuditReport {
     verdict: auditVerdict(findings, unverifiable),
     unverifiable,
     findings,
-    clusterFindings: input.calico?.cluster ?? [],
+    clusterFindings: [...(input.calico?.cluster ?? []), ...whereabouts.cluster],
     ranges: ipam.ranges,
     leftAlone: [leftAloneLine(state)].filter(Boolean),
     counts: {

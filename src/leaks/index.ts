@@ -10,6 +10,9 @@ import { auditNode } from './audit.js';
 import { calicoFindings } from './calico/index.js';
 import type { CalicoFindings } from './calico/types.js';
 import type { AuditReport } from './types.js';
+import { readWhereaboutsView } from './whereabouts/read.js';
+import { whereaboutsRanges } from './whereabouts/ranges.js';
+import type { WhereaboutsView } from './whereabouts/types.js';
 
 export interface LiveAuditInput {
   cluster: Cluster;
@@ -26,7 +29,7 @@ const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * Reads the node (one round trip) and the cluster, then runs the pure audit. The node and its state must be read;
  * a pod list or Calico read that fails makes the audit unverifiable (reported, never taken for "nothing there").
  */
-export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string }> {
+export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string; whereabouts?: WhereaboutsView }> {
   const [state, node, pods, calico] = await Promise.all([
     input.state ?? readNodeState(input.transport),
     getNode(input.cluster, input.node),
@@ -39,6 +42,11 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
       (e: unknown): Read<CalicoFindings> => ({ error: messageOf(e) }),
     ),
   ]);
+  // whereabouts' pools after the node's state, which says which ranges its networks use (most nodes: none).
+  const whereabouts = await readWhereaboutsView(input.cluster, whereaboutsRanges(state)).then(
+    (view): Read<WhereaboutsView | undefined> => ({ value: view }),
+    (e: unknown): Read<WhereaboutsView | undefined> => ({ error: messageOf(e) }),
+  );
   const cidr = podCidr(node);
   const report = auditNode({
     node: input.node,
@@ -48,9 +56,13 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
     podCidr: cidr,
     podCidrs: node.spec.podCIDRs ?? [],
     calico: calico.value,
-    unverifiable: calico.error === undefined ? [] : [`Calico's IPAM could not be read (${calico.error}): its leaks and conflicts were not checked`],
+    whereabouts: whereabouts.value,
+    unverifiable: [
+      ...(calico.error === undefined ? [] : [`Calico's IPAM could not be read (${calico.error}): its leaks and conflicts were not checked`]),
+      ...(whereabouts.error === undefined ? [] : [`whereabouts' IPPools could not be read (${whereabouts.error}): its allocations were not checked`]),
+    ],
   });
-  return { report, state, podCidr: cidr };
+  return { report, state, podCidr: cidr, whereabouts: whereabouts.value };
 }
 
 /**

@@ -12,7 +12,8 @@ export type LeakClass =
   | 'calico-ip-leaked'
   | 'calico-handle-leaked'
   | 'calico-affinity-orphan'
-  | 'calico-ip-conflict';
+  | 'calico-ip-conflict'
+  | 'whereabouts-ip-leaked';
 
 export interface Evidence {
   file?: string;
@@ -73,7 +74,8 @@ export interface AuditReport {
   unverifiable: string[];
   /** This node's findings: only these count against it. */
   findings: Finding[];
-  /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP): reported, never counted. */
+  /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP, whereabouts allocations of gone
+   * pods): reported, never counted. */
   clusterFindings: Finding[];
   ranges: RangeUsage[];
   /** What the audit left alone: other CNI users' cache entries and host-local directories (podman), not Kubernetes'. */

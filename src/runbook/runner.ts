@@ -16,6 +16,7 @@ import { HOOK_FLAGS, hooksOfStep, runHook } from './hooks.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { requirePermissions, upgradePermissions } from '../cluster/permissions.js';
 import { hasCalico } from '../leaks/calico/index.js';
+import { hasWhereabouts } from '../leaks/whereabouts/read.js';
 import { NodeMarker } from './node-marker.js';
 import { validateRunOptions, type RunOptions } from './options.js';
 import type { RunReport, StepReport } from './report.js';
@@ -57,7 +58,8 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     onLine: line,
   });
   // What the run will ask of the API, asked first: a missing permission found after the cordon strands the node.
-  const wanted = upgradePermissions(options.leaseNamespace, await hasCalico(cluster)).filter((p) => !options.dryRun || !p.write);
+  const [calico, whereabouts] = await Promise.all([hasCalico(cluster), hasWhereabouts(cluster)]);
+  const wanted = upgradePermissions(options.leaseNamespace, calico, whereabouts).filter((p) => !options.dryRun || !p.write);
   await requirePermissions(cluster.withHooks({ onRetry: line }), wanted, `the kubeconfig's user ${cluster.user}`);
   // Read-only first: a run refused by preflight leaves no trace, not even a Lease object.
   const previous = await keeper.inspect();

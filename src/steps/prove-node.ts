@@ -2,6 +2,9 @@ import { getNode } from '../cluster/nodes.js';
 import { isPodReady } from '../cluster/pods.js';
 import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
 import { liveness } from '../leaks/liveness.js';
+import { liveAllocation } from '../leaks/whereabouts/detect.js';
+import { whereaboutsRanges } from '../leaks/whereabouts/ranges.js';
+import { readWhereaboutsView } from '../leaks/whereabouts/read.js';
 import { canonicalIp } from '../node/cni/host-local.js';
 import { reportedRuntimeAtTargets } from '../node/runtime/binaries.js';
 import { criDockerdCommandLine, flagValue, kubeletCommandLine } from '../node/state/command-lines.js';
@@ -24,17 +27,25 @@ async function sandboxImage(ctx: RunContext, state: NodeState): Promise<string> 
   return info.trim() || 'registry.k8s.io/pause:3.10';
 }
 
-/** The reservation host-local made for this IP, and whether its owner is a live sandbox (not just a pod's claim). */
-function liveReservation(state: NodeState, ip: string): string | undefined {
+/**
+ * Where the node's IPAM recorded this IP for a live sandbox (not just a pod's claim): host-local's file, or the entry
+ * of whereabouts' IPPool for this pod; undefined while there is none.
+ */
+async function liveAllocationOf(ctx: RunContext, podRef: string, ip: string): Promise<string | undefined> {
+  const state = await ctx.nodeState({ fresh: true });
   const live = liveness(state, []);
+  if ((await ctx.network()).ipam === 'whereabouts') {
+    const view = await readWhereaboutsView(ctx.cluster, whereaboutsRanges(state));
+    const a = view && liveAllocation(view, live, podRef, ip);
+    return a && `allocated in whereabouts pool ${a.namespace}/${a.pool} to live sandbox ${a.containerId.slice(0, 12)}`;
+  }
   const r = state.ipam.flatMap((d) => d.reservations).find((x) => canonicalIp(x.ip) === canonicalIp(ip));
-  if (!r) return undefined;
-  return live.sandboxIds.has(r.containerId) || live.attachedContainers.has(r.containerId) ? r.path : undefined;
+  return r && (live.sandboxIds.has(r.containerId) || live.attachedContainers.has(r.containerId)) ? `reserved in ${r.path}` : undefined;
 }
 
 /**
- * Proves the node before it takes pods: a smoke pod pinned to it must get a sandbox and an IP that host-local has
- * reserved for a live sandbox, then be torn down by the runtime; then the leak audit must come back clean. A failed
+ * Proves the node before it takes pods: a smoke pod pinned to it must get a sandbox and an IP that the node's IPAM
+ * (host-local's files, whereabouts' IPPools) has allocated to a live sandbox, then be torn down by the runtime; then the leak audit must come back clean. A failed
  * proof before uncordon is rolled back; leaks hold the node cordoned (a downgrade would not free them).
  */
 export const proveNode: Step<ProvePlan> = {
@@ -75,9 +86,9 @@ export const proveNode: Step<ProvePlan> = {
             proof = `IP ${ip} and Ready (network-only proof: the IPAM ${(await ctx.network()).ipam || '(unknown)'} was not checked)`;
             return true;
           }
-          const reservation = liveReservation(await ctx.nodeState({ fresh: true }), ip);
-          if (!reservation) return `IP ${ip}, but no reservation of a live sandbox for it yet`;
-          proof = `IP ${ip}, reserved in ${reservation}`;
+          const allocation = await liveAllocationOf(ctx, `${namespace}/${name}`, ip);
+          if (!allocation) return `IP ${ip}, but no allocation to a live sandbox for it yet (${(await ctx.network()).ipam})`;
+          proof = `IP ${ip}, ${allocation}`;
           return true;
         },
         { timeoutMs: options.smokeTimeoutSeconds * 1000, intervalMs: 1_000, onChange: (seen) => ctx.progress(`smoke pod: ${seen}`) },

@@ -93,10 +93,10 @@ describe('preflight, before anything changes', () => {
     expect(message).toContain(`ghost-net-${id}-eth0 (result-only cache entry of network ghost-net and no config to rebuild it from)`);
   }));
 
-  it.concurrent('a CNI network whose IPAM the proof cannot read (whereabouts): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
-    const conf = '{"cniVersion":"0.4.0","name":"macvlan-pods","plugins":[{"type":"macvlan","master":"eth0","ipam":{"type":"whereabouts","range":"10.200.0.0/16"}}]}';
-    const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-whereabouts.conflist', conf);
-    expect(message).toContain(`${t.name}'s CNI network macvlan-pods allocates pod IPs with the whereabouts IPAM, which node-maint cannot read (it reads host-local)`);
+  it.concurrent('a CNI network whose IPAM the proof cannot read (calico-ipam): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
+    const conf = '{"cniVersion":"0.3.1","name":"k8s-pod-network","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}';
+    const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-calico.conflist', conf);
+    expect(message).toContain(`${t.name}'s CNI network k8s-pod-network allocates pod IPs with the calico-ipam IPAM, which node-maint cannot read (it reads host-local, whereabouts)`);
     expect(message).toContain('give --proof network-only');
   }));
 

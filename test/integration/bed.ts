@@ -35,6 +35,8 @@ export interface Testbed {
   textfileDir: string;
   /** cnitool (libcni's reference front end), copied onto a node to act as a CNI user that is not Kubernetes. */
   cnitool: string;
+  /** The whereabouts IPAM plugin (testbed/build/whereabouts.sh), copied onto a node whose network test 27 makes use it. */
+  whereabouts: string;
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

@@ -1,7 +1,8 @@
 # The bed's own workloads on the pool (a DaemonSet), the Calico CRDs (as on a cluster whose network is Calico: the
-# audit reads their objects), and how to reach the bed.
+# audit reads their objects), whereabouts' CRDs (test 27 runs a whereabouts network), and how to reach the bed.
 seed_workloads() {
-  kubectl apply -f "$TB_ROOT/manifests/workloads.yaml" -f "$TB_ROOT/../test/fixtures/calico-ipam-crds.yaml" >/dev/null
+  kubectl apply -f "$TB_ROOT/manifests/workloads.yaml" -f "$TB_ROOT/../test/fixtures/calico-ipam-crds.yaml" \
+    -f "$WHEREABOUTS_CRDS/whereabouts.cni.cncf.io_ippools.yaml" -f "$WHEREABOUTS_CRDS/whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml" >/dev/null
   wait_for "the node agents running on every pool node" 180 node_agents_running
 }
 
@@ -21,10 +22,10 @@ write_env() {
   [ -s "$KIND_KUBECONFIG" ] && kind=$(jq -n --arg kc "$KIND_KUBECONFIG" --arg name "$KIND_CLUSTER" --arg cp "$KIND_CLUSTER-control-plane" --arg bin "$KIND_BIN/kind" \
     --argjson workers "$(kind_workers | jq -R . | jq -sc .)" '{name: $name, kubeconfig: $kc, controlPlane: $cp, workers: $workers, bin: $bin}')
   jq -n --arg kc "$ADMIN_KUBECONFIG" --arg key "$SSH_KEY" --arg kh "$KNOWN_HOSTS" --arg user "$SSH_USER" \
-    --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" --arg run "$TB_RUN" --arg cnitool "$CNITOOL_BIN/cnitool" \
+    --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" --arg run "$TB_RUN" --arg cnitool "$CNITOOL_BIN/cnitool" --arg whereabouts "$WHEREABOUTS_BIN/whereabouts" \
     --arg prometheus "$PROMETHEUS_URL" --arg textfileDir "$TEXTFILE_DIR" \
     --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" --argjson kind "$kind" \
     '{kubeconfig: $kc, sshKey: $key, knownHosts: $kh, sshUser: $user, bedDockerHost: $bed, kubectl: $kubectl,
       pulumiDir: $pulumi, run: $run, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew},
-      nodes: $nodes, kind: $kind, prometheus: $prometheus, textfileDir: $textfileDir, cnitool: $cnitool}' > "$TB_STATE/env.json"
+      nodes: $nodes, kind: $kind, prometheus: $prometheus, textfileDir: $textfileDir, cnitool: $cnitool, whereabouts: $whereabouts}' > "$TB_STATE/env.json"
 }

@@ -1,6 +1,7 @@
 import { isNotFound, type Cluster } from '../../cluster/api.js';
 import { isTerminal, podIps, podKey, slimPod } from '../../cluster/pods.js';
 import { listAll } from '../../cluster/list.js';
+import { servesGroup } from '../../cluster/groups.js';
 import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
 import { detectCalicoLeaks } from './detect.js';
@@ -8,16 +9,8 @@ import type { BlockAffinity, CalicoFindings, CalicoView, IpamBlock, IpamHandle }
 
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
-/** Whether the cluster serves Calico's CRD group: one small discovery read, so a cluster without Calico lists nothing. */
-export async function hasCalico(cluster: Cluster): Promise<boolean> {
-  try {
-    await cluster.get(GROUP);
-    return true;
-  } catch (e) {
-    if (isNotFound(e)) return false;
-    throw e;
-  }
-}
+/** Whether the cluster serves Calico's CRD group. */
+export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
 
 /** One read of Calico's IPAM CRDs, the nodes and the pods, in pages; undefined when the cluster has no Calico CRDs. */
 export async function readCalicoView(cluster: Cluster): Promise<CalicoView | undefined> {

@@ -8,6 +8,8 @@ import { detectFlavor } from '../../node/runtime/flavor.js';
 import { run } from '../../node/transport/types.js';
 import type { Transport } from '../../node/transport/types.js';
 import { releaseCalico, type CalicoOutcome } from '../calico/release.js';
+import { releaseWhereabouts } from '../whereabouts/release.js';
+import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
 import type { AuditReport } from '../types.js';
 import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
@@ -31,6 +33,7 @@ export interface ReclaimResult {
   plan: ReclaimPlan;
   outcomes: ReclaimOutcome[];
   calico: CalicoOutcome[];
+  whereabouts: CalicoOutcome[];
   after: AuditReport;
   backupDir: string;
 }
@@ -81,6 +84,11 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
     outcomes = parseReclaimOutput(await run(transport, script, { timeoutMs: 600_000 }));
   }
   const calico = plan.calico.length > 0 ? await releaseCalico(cluster, plan.calico) : [];
+  // Each whereabouts record is saved on the node, beside the other backups, before it is removed from the API.
+  const save = async (name: string, record: unknown) => {
+    await run(transport, `mkdir -p ${quote(backupDir)} && printf '%s\n' ${quote(JSON.stringify(record))} > ${quote(`${backupDir}/${name}`)}`);
+  };
+  const whereabouts = plan.whereabouts.length > 0 ? await releaseWhereabouts(cluster, plan.whereabouts, save) : [];
   const after = await auditLiveNode({ cluster, transport, node });
-  return { before: second.report, plan, outcomes, calico, after: after.report, backupDir };
+  return { before: second.report, plan, outcomes, calico, whereabouts, after: after.report, backupDir };
 }

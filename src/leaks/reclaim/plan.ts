@@ -15,6 +15,8 @@ export interface ReclaimPlan {
   /** Created or exited containers that keep a pod stuck Terminating. */
   containers: Array<{ id: string; pod: string }>;
   calico: Finding[];
+  /** Leaked whereabouts allocations, released through the API. */
+  whereabouts: Finding[];
   /** Findings left alone, with why. */
   skipped: Array<{ finding: Finding; reason: string }>;
   /** Why reclaim refuses to act at all: what the audits could not verify. Empty when it may act. */
@@ -37,7 +39,7 @@ export function planReclaim(input: {
   const { state } = input;
   const seenBefore = new Set(input.first.map(findingKey));
   const refused = [...new Set(input.unverifiable)];
-  const plan: ReclaimPlan = { replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], skipped: [], refused };
+  const plan: ReclaimPlan = { replays: [], reservations: [], checkpoints: [], netns: [], containers: [], calico: [], whereabouts: [], skipped: [], refused };
   if (refused.length > 0) {
     plan.skipped = input.second.map((finding) => ({ finding, reason: `not reclaimed: the audit could not verify everything (${refused.join('; ')})` }));
     return plan;
@@ -91,6 +93,9 @@ export function planReclaim(input: {
       case 'calico-handle-leaked':
         plan.calico.push(f);
         break;
+      case 'whereabouts-ip-leaked':
+        plan.whereabouts.push(f);
+        break;
       default:
         plan.skipped.push({ finding: f, reason: 'reported only: not provably dead' });
     }
@@ -109,5 +114,6 @@ export function planLines(plan: ReclaimPlan): string[] {
     ...plan.netns.map((n) => `delete network namespace ${n} if no process is in it`),
     ...plan.containers.map((c) => `remove leftover container ${c.id.slice(0, 12)} of ${c.pod}`),
     ...plan.calico.map((f) => `Calico: release ${f.class.replace('calico-', '')}: ${f.message}`),
+    ...plan.whereabouts.map((f) => `whereabouts: release ${f.message}`),
   ];
 }

@@ -73,6 +73,15 @@ export function addressAt(cidr: string, ordinal: number): string | undefined {
   return n > subnet.broadcast ? undefined : fromNumber(n, subnet.bytes).toString();
 }
 
+/** The address `offset` places after `base` (a whereabouts pool's offset from its range's first address). */
+export function addressAfter(base: string, offset: number): string | undefined {
+  const address = parseIp(base);
+  if (!address || !Number.isInteger(offset) || offset < 0) return undefined;
+  const bytes = address.toByteArray().length;
+  const n = toNumber(address) + BigInt(offset);
+  return n >= 1n << BigInt(8 * bytes) ? undefined : fromNumber(n, bytes).toString();
+}
+
 /** The inverse of addressAt: the address's place in the subnet, or undefined when it lies outside. */
 export function ordinalIn(cidr: string, ip: string): number | undefined {
   const subnet = subnetBounds(cidr);

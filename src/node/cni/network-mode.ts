@@ -14,8 +14,9 @@ export interface NetworkInfo {
   ipam: string;
 }
 
-/** The IPAMs whose allocations the proof before uncordon and the leak audit can read (their files on the node). */
-export const READABLE_IPAMS: readonly string[] = ['host-local'];
+/** The IPAMs whose allocations the proof before uncordon and the leak audit can read: host-local's files on the node,
+ * whereabouts' IPPools in the API. */
+export const READABLE_IPAMS: readonly string[] = ['host-local', 'whereabouts'];
 
 type PluginConf = { type?: string; ipam?: { type?: string } };
 

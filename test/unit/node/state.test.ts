@@ -127,9 +127,10 @@ describe('who allocates pod IPs, and whether the proof can read it', () => {
     expect(net('{"cniVersion":"0.3.1","name":"single","type":"bridge","ipam":{"type":"host-local","subnet":"10.0.0.0/24"}}')).toMatchObject({ ipam: 'host-local' });
   });
   it('refuses an IPAM it cannot read unless the weaker proof is asked for, naming it and the flag', () => {
-    expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'ipam')).toMatch(/^n's CNI network w allocates pod IPs with the whereabouts IPAM, which node-maint cannot read \(it reads host-local\): .* give --proof network-only/);
+    expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}'), 'ipam')).toMatch(/^n's CNI network c allocates pod IPs with the calico-ipam IPAM, which node-maint cannot read \(it reads host-local, whereabouts\): .* give --proof network-only/);
+    expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'ipam')).toBeUndefined();
     expect(ipamRefusal('n', net('{"name":"cilium","plugins":[{"type":"cilium-cni"}]}'), 'ipam')).toContain('with the cilium-cni plugin itself (no ipam section)');
-    expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'network-only')).toBeUndefined();
+    expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}'), 'network-only')).toBeUndefined();
     expect(ipamRefusal('n', detectNetwork(realNode, 'cri-dockerd'), 'ipam')).toBeUndefined();
   });
 });

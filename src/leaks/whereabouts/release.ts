@@ -1,0 +1,69 @@
+import { ApiError, isNotFound, type Cluster } from '../../cluster/api.js';
+import type { CalicoOutcome as ReleaseOutcome } from '../calico/release.js';
+import type { Finding } from '../types.js';
+import { WHEREABOUTS_GROUP } from './read.js';
+import type { IpPool, OverlappingRangeIpReservation } from './types.js';
+
+/** What a release removes, as it was: printed with the outcome and saved on the node before anything is removed. */
+export interface WhereaboutsRecord {
+  pool: IpPool['spec']['allocations'];
+  reservation?: OverlappingRangeIpReservation;
+}
+
+/**
+ * Releases leaked whereabouts allocations as its own reconciler does, each change conditional on what the audit saw:
+ * the pool's entry is removed by a JSON patch that first tests it still names the leaked container (a concurrent
+ * allocation of that address makes the patch fail, nothing overwritten); then the address's cluster-wide reservation,
+ * if it still names that container or pod, deleted with its uid and resourceVersion as preconditions.
+ * `save` is handed each record before it is removed (the backup).
+ */
+export async function releaseWhereabouts(cluster: Cluster, findings: Finding[], save: (name: string, record: unknown) => Promise<void>): Promise<ReleaseOutcome[]> {
+  const outcomes: ReleaseOutcome[] = [];
+  for (const f of findings) {
+    try {
+      outcomes.push(await releaseAllocation(cluster, f, save));
+    } catch (e) {
+      // 422: the patch's test failed (the entry changed); 409/404: the reservation changed or went.
+      const changed = e instanceof ApiError && [404, 409, 422].includes(e.status);
+      outcomes.push({ finding: f, verdict: changed ? 'changed' : 'failed', detail: changed ? `${f.evidence.ip} changed since the audit; not touched (${(e as Error).message})` : (e as Error).message });
+    }
+  }
+  return outcomes;
+}
+
+async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: string, record: unknown) => Promise<void>): Promise<ReleaseOutcome> {
+  const { namespace, pool, offset, containerId, ip, pod } = f.evidence as Record<string, string>;
+  const poolPath = `${WHEREABOUTS_GROUP}/namespaces/${namespace}/ippools/${pool}`;
+  const current = await cluster.get<IpPool>(poolPath);
+  const entry = current.spec.allocations?.[offset!];
+  if (entry?.id !== containerId) return { finding: f, verdict: 'changed', detail: `${ip} in pool ${namespace}/${pool} no longer names container ${containerId!.slice(0, 12)}; not touched` };
+  const reservation = await reservationOf(cluster, current, String(ip));
+  const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : r.spec.podref === pod);
+  await save(`whereabouts-${namespace}-${pool}-${offset}.json`, { pool: { metadata: current.metadata, allocation: { [offset!]: entry } }, reservation });
+  const escaped = offset!.replace(/~/g, '~0').replace(/\//g, '~1');
+  await cluster.request('PATCH', poolPath, [
+    { op: 'test', path: `/spec/allocations/${escaped}/id`, value: containerId },
+    { op: 'remove', path: `/spec/allocations/${escaped}` },
+  ], 'application/json-patch+json');
+  let also = '';
+  if (reservation && names(reservation)) {
+    await cluster.request('DELETE', `${WHEREABOUTS_GROUP}/namespaces/${namespace}/overlappingrangeipreservations/${reservation.metadata.name}`, {
+      preconditions: { uid: reservation.metadata.uid, resourceVersion: reservation.metadata.resourceVersion },
+    });
+    also = ` and its reservation ${reservation.metadata.name}`;
+  }
+  return { finding: f, verdict: 'freed', detail: `released ${ip} of ${pod} in whereabouts pool ${namespace}/${pool}${also}` };
+}
+
+/** The cluster-wide reservation of the address (named after it, with the network's name first when it has one). */
+async function reservationOf(cluster: Cluster, pool: IpPool, ip: string): Promise<OverlappingRangeIpReservation | undefined> {
+  const name = ip.replace(/:/g, '-');
+  // A pool named "NETWORK-RANGE" is a named network's: its reservations are "NETWORK-IP".
+  const network = pool.metadata.name.endsWith(`-${pool.spec.range.replace(/[:/]/g, '-')}`) ? pool.metadata.name.slice(0, -(pool.spec.range.length + 1)) : '';
+  try {
+    return await cluster.get<OverlappingRangeIpReservation>(`${WHEREABOUTS_GROUP}/namespaces/${pool.metadata.namespace}/overlappingrangeipreservations/${network ? `${network}-${name}` : name}`);
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}

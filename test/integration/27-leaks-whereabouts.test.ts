@@ -1,0 +1,141 @@
+import { writeFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { applyObjects, bed, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
+import { report, upgradeArgs } from './faults.js';
+import { nodeAudit, pinnedDeployment, pinnedPodSpec, waitForRunning } from './fixtures.js';
+import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
+
+// A real whereabouts network (v0.9.2, built by the bed) on containerd nodes: pod IPs come from one cluster-wide range,
+// each allocation an entry of an IPPool in kube-system, made and released by the plugin through the bed's API server
+// as a ServiceAccount with whereabouts' own ClusterRole. whereabouts swallows every error of its DEL: a sandbox
+// stopped and removed while the plugin cannot read its pools leaves its address allocated for good.
+const ns = useNamespace();
+const RANGE = '10.210.0.0/16';
+const POOL = 'kube-system/10.210.0.0-16';
+const DIR = '/etc/node-maint-test-whereabouts';
+const CONF = '/etc/cni/net.d/00-whereabouts.conflist';
+const GROUP = 'whereabouts.cni.cncf.io';
+const conflist = JSON.stringify({
+  cniVersion: '0.4.0',
+  name: 'whereabouts-pods',
+  plugins: [{ type: 'bridge', bridge: 'cni-wb0', isGateway: true, ipMasq: false, ipam: { type: 'whereabouts', range: RANGE, exclude: ['10.210.0.0/28'], gateway: '10.210.0.1', configuration_path: `${DIR}/whereabouts.conf` } }],
+});
+// Its leader election's Lease and the pods it reads, apart from its pools: a test takes the pools away alone.
+const roles = [
+  { rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['*'] }, { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] }, { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update', 'get'] }], name: 'lease' },
+  { rules: [{ apiGroups: [GROUP], resources: ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }], name: 'pools' },
+];
+const clusterRole = (name: string) => `node-maint-test-whereabouts-${name}`;
+const binding = (t: TestNode, role: string) => ({
+  apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${clusterRole(role)}-${t.name}` },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole(role) }, subjects: [{ kind: 'ServiceAccount', name: `wb-${t.name}`, namespace: ns.name }],
+});
+const canReadPools = async (t: TestNode) =>
+  (await kubectl('auth', 'can-i', 'list', `ippools.${GROUP}`, '-n', 'kube-system', `--as=system:serviceaccount:${ns.name}:wb-${t.name}`).catch((e: Error) => e.message)).trim().endsWith('yes');
+
+beforeAll(async () => {
+  await applyObjects(roles.map((r) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: clusterRole(r.name) }, rules: r.rules })));
+});
+
+/** The pool's allocations, as "IP podref id" lines, of this file's pods whose names start with `prefix`. */
+async function allocations(prefix: string): Promise<string[]> {
+  const pool = await kubectlJson('get', `ippools.${GROUP}`, '-n', 'kube-system', '10.210.0.0-16').catch(() => ({ spec: { allocations: {} } }));
+  return Object.entries<any>(pool.spec.allocations ?? {})
+    .filter(([, a]) => a.podref.startsWith(`${ns.name}/${prefix}`))
+    .map(([offset, a]) => `10.210.${Math.floor(Number(offset) / 256)}.${Number(offset) % 256} ${a.podref} ${a.id}`)
+    .sort();
+}
+
+/** Runs the case on a containerd node whose pods' network is whereabouts; puts the node's network back after. */
+const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
+  onLeasedNode('containerd', async (t) => {
+    await kubectl('-n', ns.name, 'create', 'serviceaccount', `wb-${t.name}`);
+    await applyObjects(roles.map((r) => binding(t, r.name)));
+    const { kubeconfig } = await serviceAccountKubeconfig(ns.name, `wb-${t.name}`);
+    const flat = `${kubeconfig}.flat`;
+    writeFileSync(flat, JSON.stringify({ datastore: 'kubernetes', kubernetes: { kubeconfig: `${DIR}/whereabouts.kubeconfig` } }));
+    await t.sh(`mkdir -p ${DIR}`);
+    await t.put(kubeconfig, `${DIR}/whereabouts.kubeconfig`);
+    await t.put(flat, `${DIR}/whereabouts.conf`);
+    await t.put(bed().whereabouts, '/opt/cni/bin/whereabouts');
+    // containerd picks the first config in the directory up as it changes: new sandboxes are whereabouts'.
+    await t.sh(`printf '%s' '${conflist}' > ${CONF}`);
+    try {
+      await fn(t);
+    } finally {
+      // Every pod of the node back on the node's own network, released through whereabouts while it still can.
+      await t.sh(`rm -f ${CONF}`);
+      await kubectl('delete', 'pod', '-A', '--field-selector', `spec.nodeName=${t.name}`, '--wait=true', '--timeout=120s').catch(() => undefined);
+      await waitFor(async () => {
+        const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
+        return pods.length > 0 && pods.every((p: any) => p.status.phase === 'Running' && p.status.podIP && !p.status.podIP.startsWith('10.210.'));
+      }, 180_000, `${t.name}'s pods back on its own network`);
+      await t.sh(`rm -rf ${DIR} /opt/cni/bin/whereabouts; ip link delete cni-wb0 2>/dev/null || true`);
+      await kubectl('delete', 'clusterrolebinding', ...roles.map((r) => `${clusterRole(r.name)}-${t.name}`), '--ignore-not-found');
+    }
+  });
+
+describe('a node whose pods get their IPs from whereabouts', () => {
+  it.concurrent("is upgraded end to end: the smoke pod's IP proven by its IPPool entry, every allocation of the teardown released", onWhereaboutsNode(async (t) => {
+    const before = await pinnedDeployment(ns.name, 'web', t.name, 2);
+    expect(before.map((p: any) => p.status.podIP)).toEqual([expect.stringMatching(/^10\.210\./), expect.stringMatching(/^10\.210\./)]);
+    const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
+    expect(result.code, result.stderr).toBe(0);
+    const prove = report(result).steps.find((s: any) => s.name === 'prove-node');
+    expect(prove.summary).toMatch(new RegExp(`^smoke pod got IP 10\\.210\\.\\d+\\.\\d+, allocated in whereabouts pool ${POOL} to live sandbox [0-9a-f]{12};`));
+    // The drained pods' allocations were released by the teardown's DELs; the pods came back with new ones.
+    const after = await waitForRunning(ns.name, 'app=web', 2);
+    expect((await allocations('web-')).map((l) => l.split(' ')[0])).toEqual(after.map((p: any) => p.status.podIP).sort());
+    await kubectl('-n', ns.name, 'delete', 'deployment', 'web');
+    const audit = await nodeAudit(t);
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(JSON.parse(audit.stdout).verdict).toBe('clean');
+  }));
+
+  it.concurrent("leaks while whereabouts cannot read its pools: found (the pod bound here counts against the node, the gone pod's is the cluster's) and reclaimed, backed up first", onWhereaboutsNode(async (t) => {
+    const pod = (name: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name } });
+    await applyObjects([pod('keeper'), pod('goner')]);
+    const running = await Promise.all(['keeper', 'goner'].map(async (name) => {
+      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP?.startsWith('10.210.') ?? false, 120_000, `${name} on whereabouts`);
+      const ip = (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP as string;
+      return { ip, sandbox: (await t.sh(`crictl pods -q --state ready --namespace ${ns.name} --name '^${name}$'`)).trim() };
+    }));
+    const [keeper, goner] = running as [{ ip: string; sandbox: string }, { ip: string; sandbox: string }];
+
+    // The plugin loses its pools (its Lease still works): keeper's sandbox is stopped and removed, goner is deleted.
+    await kubectl('delete', 'clusterrolebinding', `${clusterRole('pools')}-${t.name}`);
+    await waitFor(async () => !(await canReadPools(t)), 30_000, 'whereabouts without its pools');
+    await t.sh(`crictl stopp ${keeper.sandbox} >/dev/null && crictl rmp ${keeper.sandbox} >/dev/null`);
+    await kubectl('-n', ns.name, 'delete', 'pod', 'goner', '--wait=true', '--timeout=120s');
+    await t.sh(`crictl rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
+    expect([...(await allocations('keeper')), ...(await allocations('goner'))]).toEqual(expect.arrayContaining([`${keeper.ip} ${ns.name}/keeper ${keeper.sandbox}`, `${goner.ip} ${ns.name}/goner ${goner.sandbox}`]));
+    await applyObjects([binding(t, 'pools')]);
+    await waitFor(async () => canReadPools(t), 30_000, 'whereabouts with its pools again');
+    await waitFor(async () => {
+      const ip = (await kubectlJson('get', 'pod', '-n', ns.name, 'keeper')).status.podIP;
+      return !!ip && ip !== keeper.ip && ip.startsWith('10.210.');
+    }, 180_000, 'keeper on a new sandbox');
+
+    const audit = await nodeAudit(t);
+    expect(audit.code, audit.stderr).toBe(13);
+    const found = JSON.parse(audit.stdout);
+    expect(found.findings.map((f: any) => [f.class, f.evidence.ip, f.evidence.pod])).toEqual([['whereabouts-ip-leaked', keeper.ip, `${ns.name}/keeper`]]);
+    expect(found.clusterFindings.filter((f: any) => f.evidence.pod?.startsWith(`${ns.name}/`)).map((f: any) => [f.class, f.evidence.ip, f.evidence.pod])).toEqual([['whereabouts-ip-leaked', goner.ip, `${ns.name}/goner`]]);
+
+    const reclaim = await nodeAudit(t, ['--reclaim', '--grace', '0', '--interval', '1']);
+    expect(reclaim.code, reclaim.stderr).toBe(0);
+    const result = JSON.parse(reclaim.stdout);
+    const ours = result.whereabouts.filter((o: any) => o.finding.evidence.pod.startsWith(`${ns.name}/`));
+    expect(ours.map((o: any) => [o.verdict, o.finding.evidence.ip]).sort()).toEqual([['freed', goner.ip], ['freed', keeper.ip]].sort());
+    expect(result.after.verdict).toBe('clean');
+    // keeper's allocation of its new sandbox is all that is left of the two.
+    const left = [...(await allocations('keeper')), ...(await allocations('goner'))];
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(new RegExp(`^10\\.210\\.\\S+ ${ns.name}/keeper [0-9a-f]{64}$`));
+    expect(left[0]).not.toContain(keeper.sandbox);
+    // What was released is on the node, as it was.
+    const saved = await t.sh(`cat ${result.backupDir}/whereabouts-kube-system-10.210.0.0-16-*.json`);
+    expect(saved).toContain(`"id":"${keeper.sandbox}"`);
+    expect(saved).toContain(`"id":"${goner.sandbox}"`);
+  }));
+});
