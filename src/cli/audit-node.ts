@@ -20,20 +20,26 @@ config (IPv4 and IPv6; kubenet's from the PodCIDRs); CNI cache entries with no l
 checkpoints with no container and sandboxes with no checkpoint; not-ready sandboxes kept by Created/Exited containers
 (and a warning well before the ~1,400-sandbox CRI list limit); pods stuck Terminating and the containers that hold
 them; Calico IPAM (leaked IPs of this node's blocks; an IP of one node's block used on another that the block does not
-record for that pod; a recorded borrow is no conflict); orphaned network namespaces; two CNI networks over one
-PodCIDR. Cluster-wide Calico findings (affinities of removed nodes, handles with no IP) are shown in their own section
-(JSON: clusterFindings) and never change the exit code. A check that cannot look (runtime or API did not answer) is
-reported as "could not verify", never as clean. The node's state comes back in one round trip.
+record for that pod; a recorded borrow is no conflict); whereabouts allocations (IPPools) of the node's ranges whose
+pod, bound here, runs in another sandbox; orphaned network namespaces; two CNI networks over one PodCIDR.
+Cluster-wide findings (Calico affinities of removed nodes, handles with no IP; whereabouts allocations of pods that no
+longer exist) are shown in their own section (JSON: clusterFindings) and never change the exit code. A check that
+cannot look (runtime or API did not answer) is reported as "could not verify", never as clean. The node's state comes
+back in one round trip.
 
   --reclaim                 release what is proven dead: seen in two observations --interval apart, older than
                             --grace, liveness being the union of runtime sandboxes, CNI cache, pod IPs from the API
                             and live netns. CNI DEL is replayed from the cache where it can be; a host-local file is
                             deleted only under the plugin's own flock after a re-check; all removed files are backed
                             up under /var/lib/node-maint/backups; Calico objects (cluster-wide ones too) change with
-                            resourceVersion preconditions. The plan is printed before anything is done. Refuses to
+                            resourceVersion preconditions, whereabouts' pool entries by a JSON patch that tests them (each saved on the node
+                            first). The plan is printed before anything is done. Refuses to
                             act at all when either audit could not verify everything. Holds the node's Lease (in
                             kube-system) throughout, as upgrade-node does: refused while a run holds it (exit 9).
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
+  --skip-wait-for-delete-timeout DURATION
+                            as upgrade-node's: a pod deleted longer ago (a finalizer holds it) of which the runtime
+                            holds nothing is not counted stuck Terminating, and is listed as left alone
   --output text|json|prometheus
                             prometheus: the audit as Prometheus gauges (exposition format): the verdict, findings
                             per class, per network and range the usable, allocated, in-use and leaked IPs, sandboxes
@@ -52,7 +58,7 @@ it could not verify); 9 the node's Lease is held by a run (--reclaim, nothing do
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
-  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
+  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
   try {
     return await runCommand(argv, io, { options, help: AUDIT_HELP, outputs: ['text', 'json', 'prometheus'] }, async (flags, positionals, json, format) => {
       const node = singleNode(positionals);
@@ -64,7 +70,8 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       transport = access.transport;
       const started = Date.now();
       if (!flags.reclaim) {
-        const { report } = await auditLiveNode({ cluster: access.cluster, transport, node });
+        const skipWait = flags['skip-wait-for-delete-timeout'] ? parseDuration(String(flags['skip-wait-for-delete-timeout']), '--skip-wait-for-delete-timeout') : 0;
+        const { report } = await auditLiveNode({ cluster: access.cluster, transport, node, skipWaitForDeleteTimeoutSeconds: skipWait });
         if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(report));
         if (format === 'prometheus') io.stdout(await auditMetrics(report));
         else io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);

@@ -44,6 +44,8 @@ Node access (default: ssh to the node's InternalIP):
 Drain (as kubectl drain):
   --ignore-daemonsets          --delete-emptydir-data      --force (pods without a controller)
   --grace-period SECONDS (-1: each pod's own)              --timeout DURATION (600s: evictions and waits)
+  --skip-wait-for-delete-timeout DURATION  pods deleted longer ago than this (a finalizer holds them) are neither
+                               waited for nor, when nothing of them is left in the runtime, counted stuck by the audit
 
 Other:
   --output text|json           the final report (progress always goes to stderr)
@@ -82,6 +84,7 @@ const UPGRADE_OPTIONS = {
   'delete-emptydir-data': { type: 'boolean' },
   force: { type: 'boolean' },
   'grace-period': { type: 'string' },
+  'skip-wait-for-delete-timeout': { type: 'string' },
   timeout: { type: 'string' },
   'lease-namespace': { type: 'string' },
   'ready-timeout': { type: 'string' },
@@ -136,6 +139,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
           force: values.force === true,
           gracePeriodSeconds: values['grace-period'] ? parseInteger(String(values['grace-period']), '--grace-period') : -1,
           timeoutSeconds: seconds('timeout', DEFAULT_RUN_OPTIONS.drain.timeoutSeconds),
+          skipWaitForDeleteTimeoutSeconds: seconds('skip-wait-for-delete-timeout', 0),
         },
       };
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));

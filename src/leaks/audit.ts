@@ -4,7 +4,7 @@ import type { CalicoFindings } from './calico/types.js';
 import { detectCacheLeaks } from './detect/cache.js';
 import { detectIpamLeaks } from './detect/ipam.js';
 import { detectNetnsLeaks } from './detect/netns.js';
-import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating } from './detect/sandboxes.js';
+import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating, excusedTerminating } from './detect/sandboxes.js';
 import { leftAloneLine } from '../node/cni/owners.js';
 import { liveness } from './liveness.js';
 import { detectWhereaboutsLeaks } from './whereabouts/detect.js';
@@ -25,6 +25,8 @@ export interface AuditInput {
   calico?: CalicoFindings;
   /** whereabouts' allocations of the node's ranges; undefined when the node has no whereabouts network. */
   whereabouts?: WhereaboutsView;
+  /** The run's --skip-wait-for-delete-timeout: pods deleted longer ago, of which the runtime holds nothing, are not stuck. */
+  skipWaitForDeleteTimeoutSeconds?: number;
   /** What the caller could not read, with why (e.g. Calico's IPAM). */
   unverifiable?: string[];
   nowMs?: number;
@@ -35,6 +37,8 @@ export function auditNode(input: AuditInput): AuditReport {
   const { state, pods } = input;
   const podCidrs = [...new Set([...(input.podCidrs ?? []), ...(input.podCidr ? [input.podCidr] : [])])];
   const live = liveness(state, pods);
+  const nowMs = input.nowMs ?? state.now * 1000;
+  const excused = excusedTerminating(state, pods ?? [], nowMs, input.skipWaitForDeleteTimeoutSeconds ?? 0);
   const ipam = detectIpamLeaks(state, live, podCidrs);
   const whereabouts = input.whereabouts ? detectWhereaboutsLeaks(input.whereabouts, live, pods) : { node: [], cluster: [] };
   const findings = [
@@ -42,7 +46,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ...detectCacheLeaks(state, live),
     ...detectCheckpointLeaks(state),
     ...detectSandboxAccumulation(state),
-    ...detectStuckTerminating(state, pods ?? [], input.nowMs ?? state.now * 1000),
+    ...detectStuckTerminating(state, pods ?? [], nowMs, excused),
     ...detectNetnsLeaks(state),
     ...(input.calico?.node ?? []),
     ...whereabouts.node,
@@ -61,7 +65,10 @@ export function auditNode(input: AuditInput): AuditReport {
     findings,
     clusterFindings: [...(input.calico?.cluster ?? []), ...whereabouts.cluster],
     ranges: ipam.ranges,
-    leftAlone: [leftAloneLine(state)].filter(Boolean),
+    leftAlone: [
+      leftAloneLine(state),
+      excused.size > 0 ? `${excused.size} pod(s) held Terminating by a finalizer, nothing of them left in the runtime (--skip-wait-for-delete-timeout): ${[...excused].join(', ')}` : '',
+    ].filter(Boolean),
     counts: {
       reservations: state.ipam.reduce((n, d) => n + d.reservations.length, 0),
       cacheEntries: state.cniCache.length,

@@ -20,6 +20,8 @@ export interface LiveAuditInput {
   node: string;
   /** A state already read in this round trip, to save one. */
   state?: NodeState;
+  /** The run's --skip-wait-for-delete-timeout (the audit's stuck-Terminating check honours it). */
+  skipWaitForDeleteTimeoutSeconds?: number;
 }
 
 type Read<T> = { value: T; error?: undefined } | { value?: undefined; error: string };
@@ -55,6 +57,7 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
     podListError: pods.error,
     podCidr: cidr,
     podCidrs: node.spec.podCIDRs ?? [],
+    skipWaitForDeleteTimeoutSeconds: input.skipWaitForDeleteTimeoutSeconds,
     calico: calico.value,
     whereabouts: whereabouts.value,
     unverifiable: [

@@ -9,7 +9,8 @@ import type { RunContext } from '../runbook/step.js';
  * that cannot be checked is never called clean.
  */
 export async function settledAudit(ctx: RunContext): Promise<AuditReport> {
-  const report = await settledLiveAudit({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node });
+  const { skipWaitForDeleteTimeoutSeconds } = ctx.options.drain;
+  const report = await settledLiveAudit({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node, skipWaitForDeleteTimeoutSeconds });
   if (report.verdict === 'leaks') {
     throw new RunbookError('leaksFound', `${report.findings.length} leak(s) on ${ctx.options.node}: ${summarize(report, 5).top.join('; ')}`, { details: report });
   }

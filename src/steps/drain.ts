@@ -36,12 +36,13 @@ export const drain: Step<DrainPlan> = {
       onRetry: (pod: Pod, reason: string, attempt: number) =>
         attempt === 1 || attempt % 5 === 0 ? ctx.progress(`eviction of ${podKey(pod)} refused (${reason}); retrying`) : undefined,
       onGone: (pod: Pod, ms: number) => ctx.progress(`${podKey(pod)} gone after ${(ms / 1000).toFixed(1)}s`),
+      onSkipped: (pod: Pod, s: number) => ctx.progress(`${podKey(pod)} deleted ${s}s ago and still there (a finalizer holds it): not waited for (--skip-wait-for-delete-timeout)`),
     };
     const { node, drain: options } = ctx.options;
     const evicted = await drainInRounds(plan, {
       plan: () => planDrain(ctx.cluster, node, options),
       evict: (pods) => evictWithinBudgets(ctx.cluster, pods, { gracePeriodSeconds: options.gracePeriodSeconds, deadline, version, progress }),
-      waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress }),
+      waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress, skipWaitForDeleteTimeoutSeconds: options.skipWaitForDeleteTimeoutSeconds }),
       onLate: (pods, round) => ctx.progress(`${pods.length} pod(s) bound to the node after the cordon, draining them too (round ${round}): ${pods.map(podKey).join(', ')}`),
     });
     return `evicted ${evicted.length} pod(s) (${version})`;

@@ -12,6 +12,7 @@ import {
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
 import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
 import { ipamRefusal } from '../node/cni/network-mode.js';
+import { hasWhereabouts, WHEREABOUTS_GROUP } from '../leaks/whereabouts/read.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import { finishedEarlier, type PriorState } from '../runbook/journal.js';
@@ -79,6 +80,9 @@ export const preflight: Step<PreflightPlan> = {
     if (maintenanceNeeded) {
       const unreadable = ipamRefusal(options.node, net, options.proof);
       if (unreadable && pending('prove-node')) throw refuse(unreadable);
+      if (net.ipam === 'whereabouts' && options.proof === 'ipam' && pending('prove-node') && !(await hasWhereabouts(ctx.cluster))) {
+        throw refuse(`${options.node}'s CNI network ${net.networkName} allocates pod IPs with whereabouts, but the cluster serves no ${WHEREABOUTS_GROUP}: its allocations cannot be read (give --proof network-only to maintain it with the weaker proof)`);
+      }
       if (pending('upgrade-runtime')) notes.push(...(await waitForPackageLock(ctx, state)));
       if (pending('teardown-sandboxes')) checkReplayable(ctx, state, podCidr(node));
       if (pending('drain')) notes.push(await checkDrainable(ctx));

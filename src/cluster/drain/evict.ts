@@ -3,6 +3,7 @@ import { ApiError, isNotFound, type Cluster } from '../api.js';
 import { waitUntil } from '../../wait.js';
 import { listPodsOnNode, podKey } from '../pods.js';
 import type { Pod } from '../types.js';
+import { deletedLongAgo } from './filters.js';
 
 // Evictions with kubectl drain's semantics: the eviction API (policy/v1, or v1beta1 where that is all the server
 // has), 429 from a PodDisruptionBudget retried with backoff up to one deadline, pods waited for by UID.
@@ -19,6 +20,8 @@ export interface EvictionProgress {
   onEvicting?(pod: Pod): void;
   onRetry?(pod: Pod, reason: string, attempt: number): void;
   onGone?(pod: Pod, afterMs: number): void;
+  /** Still there, but deleted longer ago than --skip-wait-for-delete-timeout: no longer waited for. */
+  onSkipped?(pod: Pod, deletedSecondsAgo: number): void;
 }
 
 export interface EvictOptions {
@@ -109,18 +112,24 @@ export async function waitForPodsGone(
   cluster: Cluster,
   node: string,
   pods: Pod[],
-  options: { deadline: number; pollMs?: number; progress?: EvictionProgress },
+  options: { deadline: number; pollMs?: number; progress?: EvictionProgress; skipWaitForDeleteTimeoutSeconds?: number },
 ): Promise<void> {
   const started = Date.now();
   const waiting = new Map(pods.map((p) => [p.metadata.uid!, p]));
+  const skip = { skipWaitForDeleteTimeoutSeconds: options.skipWaitForDeleteTimeoutSeconds ?? 0 };
   await waitUntil(
     'the evicted pods to terminate',
     async () => {
-      const present = new Set((await listPodsOnNode(cluster, node)).map((p) => p.metadata.uid));
+      const present = new Map((await listPodsOnNode(cluster, node)).map((p) => [p.metadata.uid, p]));
       for (const [uid, pod] of waiting) {
-        if (!present.has(uid)) {
+        const now = present.get(uid);
+        if (!now) {
           waiting.delete(uid);
           options.progress?.onGone?.(pod, Date.now() - started);
+        } else if (deletedLongAgo(now, skip, Date.now()) !== undefined) {
+          // As kubectl: deleted longer ago than the skip timeout (a finalizer holds it), no longer waited for.
+          waiting.delete(uid);
+          options.progress?.onSkipped?.(now, deletedLongAgo(now, skip, Date.now())!);
         }
       }
       return waiting.size === 0 ? true : [...waiting.values()].map(podKey).join(', ');

@@ -10,6 +10,11 @@ export interface DrainOptions {
   gracePeriodSeconds: number;
   /** One deadline for evictions and waits, in seconds. */
   timeoutSeconds: number;
+  /**
+   * kubectl's --skip-wait-for-delete-timeout: a pod whose deletionTimestamp is more than this many seconds past (a
+   * finalizer holds it) is neither waited for nor counted as stuck; 0 waits for every pod.
+   */
+  skipWaitForDeleteTimeoutSeconds: number;
 }
 
 export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
@@ -18,6 +23,7 @@ export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
   force: false,
   gracePeriodSeconds: -1,
   timeoutSeconds: 600,
+  skipWaitForDeleteTimeoutSeconds: 0,
 };
 
 export type Verdict =
@@ -34,11 +40,23 @@ export interface PodVerdict {
 type Filter = (pod: Pod, ctx: FilterContext) => Verdict | undefined;
 interface FilterContext {
   options: DrainOptions;
+  nowMs: number;
   /** "namespace/name" of DaemonSets that exist; a DaemonSet pod whose owner is gone is an orphan. */
   daemonSets: Set<string>;
 }
 
 const controllerOf = (pod: Pod) => pod.metadata.ownerReferences?.find((o) => o.controller);
+
+/** Seconds since the pod's deletionTimestamp when it is past the skip timeout (kubectl's skipDeletedFilter), else undefined. */
+export function deletedLongAgo(pod: Pod, options: Pick<DrainOptions, 'skipWaitForDeleteTimeoutSeconds'>, nowMs: number): number | undefined {
+  const since = pod.metadata.deletionTimestamp ? Math.floor((nowMs - Date.parse(pod.metadata.deletionTimestamp)) / 1000) : undefined;
+  return options.skipWaitForDeleteTimeoutSeconds > 0 && since !== undefined && since > options.skipWaitForDeleteTimeoutSeconds ? since : undefined;
+}
+
+const skipDeleted: Filter = (pod, { options, nowMs }) => {
+  const since = deletedLongAgo(pod, options, nowMs);
+  return since === undefined ? undefined : { action: 'skip', reason: `deleted ${since}s ago, past --skip-wait-for-delete-timeout` };
+};
 
 const alreadyDeleting: Filter = (pod) =>
   pod.metadata.deletionTimestamp ? { action: 'wait', reason: 'already terminating' } : undefined;
@@ -69,13 +87,13 @@ const unreplicated: Filter = (pod, { options }) => {
   return options.force ? { action: 'evict', warning: 'no controller: it will not come back' } : { action: 'refuse', reason: 'Pods that declare no controller (use --force to override)' };
 };
 
-const FILTERS: Filter[] = [alreadyDeleting, daemonSetPods, mirrorPods, localStorage, unreplicated];
+const FILTERS: Filter[] = [skipDeleted, alreadyDeleting, daemonSetPods, mirrorPods, localStorage, unreplicated];
 
-export function classifyPods(pods: Pod[], options: DrainOptions, daemonSets: Set<string>): PodVerdict[] {
+export function classifyPods(pods: Pod[], options: DrainOptions, daemonSets: Set<string>, nowMs = Date.now()): PodVerdict[] {
   return pods.map((pod) => {
     let warning: string | undefined;
     for (const filter of FILTERS) {
-      const verdict = filter(pod, { options, daemonSets });
+      const verdict = filter(pod, { options, daemonSets, nowMs });
       if (!verdict) continue;
       if (verdict.action === 'evict') {
         warning = verdict.warning;

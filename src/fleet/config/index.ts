@@ -117,13 +117,14 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
 
   const drainRaw = get('drain') ?? {};
   if (!isRecord(drainRaw)) throw new ConfigError('drain', 'must be an object');
-  only('drain', drainRaw, ['ignoreDaemonSets', 'deleteEmptyDirData', 'force', 'gracePeriodSeconds', 'timeoutSeconds']);
+  only('drain', drainRaw, ['ignoreDaemonSets', 'deleteEmptyDirData', 'force', 'gracePeriodSeconds', 'timeoutSeconds', 'skipWaitForDeleteTimeoutSeconds']);
   const drain: DrainOptions = { ...DEFAULT_DRAIN_OPTIONS, ...(drainRaw as Partial<DrainOptions>) };
   for (const k of ['ignoreDaemonSets', 'deleteEmptyDirData', 'force'] as const) {
     if (typeof drain[k] !== 'boolean') throw new ConfigError(`drain.${k}`, 'must be true or false');
   }
   if (!Number.isInteger(drain.gracePeriodSeconds) || drain.gracePeriodSeconds < -1) throw new ConfigError('drain.gracePeriodSeconds', 'must be -1 or a whole number of seconds');
   if (!Number.isInteger(drain.timeoutSeconds) || drain.timeoutSeconds <= 0) throw new ConfigError('drain.timeoutSeconds', 'must be a positive whole number of seconds');
+  if (!Number.isInteger(drain.skipWaitForDeleteTimeoutSeconds) || drain.skipWaitForDeleteTimeoutSeconds < 0) throw new ConfigError('drain.skipWaitForDeleteTimeoutSeconds', 'must be 0 (wait for every pod) or a whole number of seconds');
 
   const sshKey = get('sshKey');
   if (sshKey !== undefined && (typeof sshKey !== 'string' || !sshKey.includes('PRIVATE KEY'))) throw new ConfigError('sshKey', 'must be a private key (PEM or OpenSSH), set with `pulumi config set --secret`');

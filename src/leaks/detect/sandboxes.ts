@@ -1,5 +1,6 @@
 import { podKey } from '../../cluster/pods.js';
 import type { Pod } from '../../cluster/types.js';
+import { deletedLongAgo } from '../../cluster/drain/filters.js';
 import type { NodeState } from '../../node/state/types.js';
 import type { Finding } from '../types.js';
 
@@ -73,9 +74,20 @@ export function detectSandboxAccumulation(state: NodeState): Finding[] {
   return findings;
 }
 
-export function detectStuckTerminating(state: NodeState, pods: Pod[], nowMs: number): Finding[] {
+/**
+ * Pods deleted longer ago than `skipSeconds` (the run's --skip-wait-for-delete-timeout; 0: none) of which the runtime
+ * holds nothing: a finalizer keeps only their API object. The operator said not to wait for them; not stuck here.
+ */
+export function excusedTerminating(state: NodeState, pods: Pod[], nowMs: number, skipSeconds: number): Set<string> {
+  const held = (pod: Pod) => state.containers.some((c) => c.podUid === pod.metadata.uid) || state.sandboxes.some((s) => s.podUid === pod.metadata.uid);
+  const excused = pods.filter((p) => state.runtimeReachable && deletedLongAgo(p, { skipWaitForDeleteTimeoutSeconds: skipSeconds }, nowMs) !== undefined && !held(p));
+  return new Set(excused.map(podKey));
+}
+
+export function detectStuckTerminating(state: NodeState, pods: Pod[], nowMs: number, excused = new Set<string>()): Finding[] {
   const findings: Finding[] = [];
   for (const pod of pods) {
+    if (excused.has(podKey(pod))) continue;
     const deleting = pod.metadata.deletionTimestamp;
     if (!deleting) continue;
     const grace = pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;

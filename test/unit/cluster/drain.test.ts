@@ -30,6 +30,15 @@ describe('drain classification (kubectl drain semantics)', () => {
   ];
   const daemonSets = new Set(['ns/agent']);
 
+  it('--skip-wait-for-delete-timeout: a pod deleted longer ago is skipped (as kubectl), a fresher one still waited for', () => {
+    const now = Date.parse('2026-01-01T00:01:00Z');
+    const fresh = pod('dying-2', { ...owned('ReplicaSet', 'web'), deletionTimestamp: '2026-01-01T00:00:50Z' });
+    const skip = (seconds: number) => classifyPods([pods[6]!, fresh], { ...DEFAULT_DRAIN_OPTIONS, skipWaitForDeleteTimeoutSeconds: seconds }, daemonSets, now).map((v) => v.verdict);
+    expect(skip(30)).toEqual([{ action: 'skip', reason: 'deleted 60s ago, past --skip-wait-for-delete-timeout' }, { action: 'wait', reason: 'already terminating' }]);
+    expect(skip(0).map((v) => v.action)).toEqual(['wait', 'wait']);
+    expect(skip(60).map((v) => v.action)).toEqual(['wait', 'wait']);
+  });
+
   it('refuses DaemonSet, emptyDir and unmanaged pods without the flags, all at once', () => {
     const message = refusalMessage(classifyPods(pods, DEFAULT_DRAIN_OPTIONS, daemonSets));
     expect(message).toContain('cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): ns/agent-1');

@@ -18,7 +18,7 @@ describe('fleet stack config', () => {
   it('reads a valid config with defaults', () => {
     const c = parseFleetConfig({ ...base, 'node-maint:ssh': '{"user":"maint","hosts":{"real-node":"127.0.0.1:2222"}}', 'aws:region': 'x' }, PLAIN);
     expect(c).toMatchObject({ nodes: ['real-node', 'fleet-1', 'fleet-2', 'fleet-3'], maxUnavailable: 2, leaseNamespace: 'kube-system', ssh: { user: 'maint', port: 22, hosts: { 'real-node': '127.0.0.1:2222' } } });
-    expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1 });
+    expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1, skipWaitForDeleteTimeoutSeconds: 0 });
     expect(c.allowControlPlane).toBe(false);
     expect(c.allowNoRollback).toBe(false);
   });
@@ -30,6 +30,7 @@ describe('fleet stack config', () => {
     [{ 'node-maint:targets': '{"containerd":"latest"}' }, /node-maint:targets: malformed version "latest"/],
     [{ 'node-maint:nodes': '["ok","bad;node"]' }, /node-maint:nodes: invalid node name/],
     [{ 'node-maint:drain': '{"ignoreDaemonset":true}' }, /node-maint:drain.ignoreDaemonset: unknown setting \(did you mean drain.ignoreDaemonSets\?\)/],
+    [{ 'node-maint:drain': '{"skipWaitForDeleteTimeoutSeconds":-5}' }, /node-maint:drain.skipWaitForDeleteTimeoutSeconds: must be 0 \(wait for every pod\) or a whole number of seconds/],
     [{ 'node-maint:ssh': '{"port":70000}' }, /node-maint:ssh.port: must be 1-65535/],
     [{ 'node-maint:sshKey': 'hunter2' }, /node-maint:sshKey: must be a private key/],
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],

@@ -67,6 +67,16 @@ describe('leak audit', () => {
     expect(found[0]).toMatchObject({ class: 'stuck-terminating', evidence: { pod: 'demo/stuck', containers: [{ id: id(9), state: 'created' }] } });
   });
 
+  it('--skip-wait-for-delete-timeout: a pod a finalizer holds, of which the runtime holds nothing, is left alone and said; with a container left it is still stuck', () => {
+    const state = emptyState({ services: {} });
+    const held = podOn('held', undefined, { deletionTimestamp: new Date((state.now - 300) * 1000).toISOString(), deletionGracePeriodSeconds: 30 });
+    const excused = auditNode({ node: 'n', state, pods: [held], skipWaitForDeleteTimeoutSeconds: 60 });
+    expect([excused.verdict, excused.leftAlone]).toEqual(['clean', ['1 pod(s) held Terminating by a finalizer, nothing of them left in the runtime (--skip-wait-for-delete-timeout): demo/held']]);
+    expect(auditNode({ node: 'n', state, pods: [held], skipWaitForDeleteTimeoutSeconds: 600 }).findings.map((f) => f.class)).toEqual(['stuck-terminating']);
+    state.containers.push({ id: id(9), sandboxId: id(8), state: 'created', podUid: 'uid-held', namespace: 'demo', podName: 'held', name: 'app' });
+    expect(auditNode({ node: 'n', state, pods: [held], skipWaitForDeleteTimeoutSeconds: 60 }).findings.map((f) => f.class)).toEqual(['stuck-terminating']);
+  });
+
   it('finds a pod IP with no reservation, and two allocators over one PodCIDR', () => {
     const state = kubenetNode(2, 0);
     state.ipam.push({ network: 'cbr0', path: '/var/lib/cni/networks/cbr0', reservations: [{ network: 'cbr0', ip: '10.253.6.130', path: '/var/lib/cni/networks/cbr0/10.253.6.130', containerId: id(1), ifName: 'eth0', mtime: 0 }], lastReserved: {} });
