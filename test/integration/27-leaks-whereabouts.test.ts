@@ -57,7 +57,9 @@ const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
     await t.sh(`mkdir -p ${DIR}`);
     await t.put(kubeconfig, `${DIR}/whereabouts.kubeconfig`);
     await t.put(flat, `${DIR}/whereabouts.conf`);
-    await t.put(bed().whereabouts, '/opt/cni/bin/whereabouts');
+    // Beside the node's other CNI plugins (Debian's containerd: /usr/lib/cni).
+    const binDir = (await t.sh('for d in /opt/cni/bin /usr/lib/cni; do [ -x $d/bridge ] && echo $d && break; done')).trim();
+    await t.put(bed().whereabouts, `${binDir}/whereabouts`);
     // containerd picks the first config in the directory up as it changes: new sandboxes are whereabouts'.
     await t.sh(`printf '%s' '${conflist}' > ${CONF}`);
     try {
@@ -70,7 +72,7 @@ const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
         const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
         return pods.length > 0 && pods.every((p: any) => p.status.phase === 'Running' && p.status.podIP && !p.status.podIP.startsWith('10.210.'));
       }, 180_000, `${t.name}'s pods back on its own network`);
-      await t.sh(`rm -rf ${DIR} /opt/cni/bin/whereabouts; ip link delete cni-wb0 2>/dev/null || true`);
+      await t.sh(`rm -rf ${DIR} ${binDir}/whereabouts; ip link delete cni-wb0 2>/dev/null || true`);
       await kubectl('delete', 'clusterrolebinding', ...roles.map((r) => `${clusterRole(r.name)}-${t.name}`), '--ignore-not-found');
     }
   });
@@ -92,9 +94,11 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     expect(JSON.parse(audit.stdout).verdict).toBe('clean');
   }));
 
-  it.concurrent("leaks while whereabouts cannot read its pools: found (the pod bound here counts against the node, the gone pod's is the cluster's) and reclaimed, backed up first", onWhereaboutsNode(async (t) => {
-    const pod = (name: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name } });
-    await applyObjects([pod('keeper'), pod('goner')]);
+  it.concurrent("leaks while whereabouts cannot read its pools: found (a failed pod bound here counts against the node, a gone pod's is the cluster's) and reclaimed, backed up first", onWhereaboutsNode(async (t) => {
+    // whereabouts gives a pod's next sandbox the address its last one had (same pod and interface): a pod that restarts
+    // heals its own entry. keeper never restarts (a Job's pod, say); goner is deleted.
+    const pod = (name: string, restartPolicy: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name, restartPolicy } });
+    await applyObjects([pod('keeper', 'Never'), pod('goner', 'Always')]);
     const running = await Promise.all(['keeper', 'goner'].map(async (name) => {
       await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP?.startsWith('10.210.') ?? false, 120_000, `${name} on whereabouts`);
       const ip = (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP as string;
@@ -102,19 +106,21 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     }));
     const [keeper, goner] = running as [{ ip: string; sandbox: string }, { ip: string; sandbox: string }];
 
-    // The plugin loses its pools (its Lease still works): keeper's sandbox is stopped and removed, goner is deleted.
+    // The plugin loses its pools (its Lease still works): keeper's sandbox is stopped and removed (OOM, eviction by the
+    // runtime), goner is deleted.
     await kubectl('delete', 'clusterrolebinding', `${clusterRole('pools')}-${t.name}`);
     await waitFor(async () => !(await canReadPools(t)), 30_000, 'whereabouts without its pools');
+    const t0 = Date.now();
+    await kubectl('-n', ns.name, 'delete', 'pod', 'goner', '--wait=false');
     await t.sh(`crictl stopp ${keeper.sandbox} >/dev/null && crictl rmp ${keeper.sandbox} >/dev/null`);
-    await kubectl('-n', ns.name, 'delete', 'pod', 'goner', '--wait=true', '--timeout=120s');
+    await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes('pod/goner'), 120_000, 'goner deleted');
     await t.sh(`crictl rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
+    console.log(`27: whereabouts without its pools for ${Date.now() - t0} ms`);
     expect([...(await allocations('keeper')), ...(await allocations('goner'))]).toEqual(expect.arrayContaining([`${keeper.ip} ${ns.name}/keeper ${keeper.sandbox}`, `${goner.ip} ${ns.name}/goner ${goner.sandbox}`]));
     await applyObjects([binding(t, 'pools')]);
     await waitFor(async () => canReadPools(t), 30_000, 'whereabouts with its pools again');
-    await waitFor(async () => {
-      const ip = (await kubectlJson('get', 'pod', '-n', ns.name, 'keeper')).status.podIP;
-      return !!ip && ip !== keeper.ip && ip.startsWith('10.210.');
-    }, 180_000, 'keeper on a new sandbox');
+    // keeper may not restart (a Job's pod, say): it fails, and no sandbox of its ever takes its allocation over again.
+    await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, 'keeper')).status.phase === 'Failed', 120_000, 'keeper failed');
 
     const audit = await nodeAudit(t);
     expect(audit.code, audit.stderr).toBe(13);
@@ -129,11 +135,7 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const ours = result.whereabouts.filter((o: any) => mine(o.finding.evidence.pod));
     expect(ours.map((o: any) => [o.verdict, o.finding.evidence.ip]).sort()).toEqual([['freed', goner.ip], ['freed', keeper.ip]].sort());
     expect(result.after.verdict).toBe('clean');
-    // keeper's allocation of its new sandbox is all that is left of the two.
-    const left = [...(await allocations('keeper')), ...(await allocations('goner'))];
-    expect(left).toHaveLength(1);
-    expect(left[0]).toMatch(new RegExp(`^10\\.210\\.\\S+ ${ns.name}/keeper [0-9a-f]{64}$`));
-    expect(left[0]).not.toContain(keeper.sandbox);
+    expect([...(await allocations('keeper')), ...(await allocations('goner'))]).toEqual([]);
     // What was released is on the node, as it was.
     const saved = await t.sh(`cat ${result.backupDir}/whereabouts-kube-system-10.210.0.0-16-*.json`);
     expect(saved).toContain(`"id":"${keeper.sandbox}"`);

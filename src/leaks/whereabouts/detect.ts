@@ -1,4 +1,4 @@
-import { podIps, podKey } from '../../cluster/pods.js';
+import { isTerminal, podIps, podKey } from '../../cluster/pods.js';
 import type { Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
 import { ownerAlive, type Liveness } from '../liveness.js';
@@ -16,10 +16,11 @@ export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, po
   for (const a of view.allocations) {
     const pod = here.get(a.podRef);
     if (pod) {
-      // A pod with no IP yet may be in its ADD right now: its allocation is made before its sandbox is listed.
-      const inFlight = podIps(pod).length === 0 && !pod.metadata.deletionTimestamp;
+      // A pod with no IP yet may be in its ADD right now (its allocation is made before its sandbox is listed); a pod
+      // that finished never is (kubelet clears a finished pod's IPs).
+      const inFlight = !isTerminal(pod) && podIps(pod).length === 0 && !pod.metadata.deletionTimestamp;
       if (inFlight || ownerAlive(live, a.containerId, a.ip)) continue;
-      node.push(leak(a, `${a.podRef}, bound here, whose sandbox is no longer container ${short(a.containerId)}`));
+      node.push(leak(a, `${a.podRef}, bound here, whose sandbox is gone`));
     } else if (!podsOnNode || live.sandboxIds.has(a.containerId) || live.attachedContainers.has(a.containerId)) {
       continue;
     } else if (!view.pods.has(a.podRef)) {

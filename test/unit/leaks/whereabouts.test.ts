@@ -81,6 +81,12 @@ describe('whereabouts leaks', () => {
     expect(found(emptyState(), v, [podOn('starting', undefined)])).toEqual({ node: [], cluster: [] });
   });
 
+  it("a pod bound here that failed (it never restarts, so no sandbox takes its entry over) is the node's leak, IP or none", () => {
+    const v = view([pool({ '40': [5, 'demo/job'] })], ['demo/job']);
+    const failed = { ...podOn('job', undefined), status: { phase: 'Failed' } };
+    expect(found(emptyState(), v, [failed])).toEqual({ node: ['10.210.0.40 demo/job'], cluster: [] });
+  });
+
   it('a runtime that did not answer judges nothing dead on the node', () => {
     const v = view([pool({ '12': [9, 'demo/p1'] })], ['demo/p1']);
     expect(found(emptyState({ runtimeReachable: false }), v)).toEqual({ node: [], cluster: [] });
