@@ -19,6 +19,22 @@ log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # A wrapper module in a scratch dir; the caller writes go.mod and main package paths.
 wrapper_dir() { local d="$TESTBED_CACHE/wrappers/$1"; mkdir -p "$d"; echo "$d"; }
 
+# enter_wrapper NAME MODULE VERSION PACKAGE: cd into a wrapper module that requires MODULE at VERSION with the
+# upstream's own replace directives (go install refuses a module that has any), importing PACKAGE for tidy.
+enter_wrapper() {
+  local upstream_mod; cd "$(wrapper_dir "$1")"
+  upstream_mod=$(go mod download -json "$2@$3" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module testbed/$1"; echo
+    grep -m1 '^go ' "$upstream_mod"; echo
+    echo "require $2 $3"; echo
+    grep -E '^replace [^(]' "$upstream_mod" || true
+    sed -n '/^replace (/,/^)/p' "$upstream_mod"
+  } > go.mod
+  printf 'package tools\n\nimport _ "%s"\n' "$4" > tools.go
+  go mod tidy >/dev/null 2>&1 || true
+}
+
 # begin_build NAME-VERSION: sets $out (binaries go to $out.tmp), holds the name's build lock so a second `up` waits
 # instead of racing into the same directory, and ends the script at once when that build is already cached.
 begin_build() {
