@@ -49,8 +49,8 @@ async function allocations(prefix: string): Promise<string[]> {
 /** Runs the case on a containerd node whose pods' network is whereabouts; puts the node's network back after. */
 const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
   onLeasedNode('containerd', async (t) => {
-    await kubectl('-n', ns.name, 'create', 'serviceaccount', `wb-${t.name}`);
-    await applyObjects(roles.map((r) => binding(t, r.name)));
+    // One ServiceAccount per node (a case before may have used this node: applied, not created).
+    await applyObjects([{ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: `wb-${t.name}`, namespace: ns.name } }, ...roles.map((r) => binding(t, r.name))]);
     const { kubeconfig } = await serviceAccountKubeconfig(ns.name, `wb-${t.name}`);
     const flat = `${kubeconfig}.flat`;
     writeFileSync(flat, JSON.stringify({ datastore: 'kubernetes', kubernetes: { kubeconfig: `${DIR}/whereabouts.kubeconfig` } }));

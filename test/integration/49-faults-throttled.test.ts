@@ -34,7 +34,7 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
     await kubectl('delete', 'flowschema,prioritylevelconfiguration,clusterrolebinding', level(), '--ignore-not-found');
   });
 
-  /** Four loops of lists as the run's own account, until stopped: what they were answered, by status. */
+  /** Eight loops of lists as the run's own account (more than the level's seats, always), until stopped: what they were answered, by status. */
   function keepBusy(): { throttled: Promise<void>; stop: () => Promise<Record<string, number>> } {
     const server = JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster;
     const agent = new Agent({ keepAlive: true, ca: Buffer.from(server['certificate-authority-data'], 'base64') });
@@ -53,7 +53,7 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
         });
         req.on('error', () => resolve());
       });
-    const loops = Array.from({ length: 4 }, async () => {
+    const loops = Array.from({ length: 8 }, async () => {
       while (running) await once();
     });
     return {
