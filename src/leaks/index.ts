@@ -29,9 +29,9 @@ const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /**
  * Reads the node (one round trip) and the cluster, then runs the pure audit. The node and its state must be read;
- * a pod list or Calico read that fails makes the audit unverifiable (reported, never taken for "nothing there").
+ * a pod list, Calico or whereabouts read that fails makes the audit unverifiable (reported, never taken for "nothing there").
  */
-export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string; whereabouts?: WhereaboutsView }> {
+export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: AuditReport; state: NodeState; podCidr?: string }> {
   const [state, node, pods, calico] = await Promise.all([
     input.state ?? readNodeState(input.transport),
     getNode(input.cluster, input.node),
@@ -65,7 +65,7 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
       ...(whereabouts.error === undefined ? [] : [`whereabouts' IPPools could not be read (${whereabouts.error}): its allocations were not checked`]),
     ],
   });
-  return { report, state, podCidr: cidr, whereabouts: whereabouts.value };
+  return { report, state, podCidr: cidr };
 }
 
 /**

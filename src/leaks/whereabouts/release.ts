@@ -4,12 +4,6 @@ import type { Finding } from '../types.js';
 import { WHEREABOUTS_GROUP } from './read.js';
 import type { IpPool, OverlappingRangeIpReservation } from './types.js';
 
-/** What a release removes, as it was: printed with the outcome and saved on the node before anything is removed. */
-export interface WhereaboutsRecord {
-  pool: IpPool['spec']['allocations'];
-  reservation?: OverlappingRangeIpReservation;
-}
-
 /**
  * Releases leaked whereabouts allocations as its own reconciler does, each change conditional on what the audit saw:
  * the pool's entry is removed by a JSON patch that first tests it still names the leaked container (a concurrent
