@@ -119,6 +119,8 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
     await t.sh('systemctl start kubelet');
     const failures = async () => Number((await t.sh(`journalctl -u kubelet --since @${since} --no-pager | grep -c "kubenet needs a PodCIDR to tear down pods" || true`)).trim());
     await waitFor(async () => (await failures()) >= replicas, 180_000, 'kubelet to fail its teardowns');
+    // kubelet fails its teardowns before it has registered the Node again, on a busy machine: the patch needs the object.
+    await waitFor(async () => (await kubectl('get', 'nodes', '-o', 'name')).split('\n').includes(`node/${t.name}`), 120_000, `${t.name} registered again`);
     // Then its range again, the one it had (kubenet's bridge still has its address): given as an IPAM outside the
     // controller-manager gives it, which the node IPAM, started again, respects.
     await kubectl('patch', 'node', t.name, '--type', 'merge', '-p', JSON.stringify({ spec: { podCIDR: cidr, podCIDRs: [cidr] } }));
