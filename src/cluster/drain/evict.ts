@@ -126,10 +126,13 @@ export async function waitForPodsGone(
         if (!now) {
           waiting.delete(uid);
           options.progress?.onGone?.(pod, Date.now() - started);
-        } else if (deletedLongAgo(now, skip, Date.now()) !== undefined) {
-          // As kubectl: deleted longer ago than the skip timeout (a finalizer holds it), no longer waited for.
+          continue;
+        }
+        // As kubectl: deleted longer ago than the skip timeout (a finalizer holds it), no longer waited for.
+        const since = deletedLongAgo(now, skip, Date.now());
+        if (since !== undefined) {
           waiting.delete(uid);
-          options.progress?.onSkipped?.(now, deletedLongAgo(now, skip, Date.now())!);
+          options.progress?.onSkipped?.(now, since);
         }
       }
       return waiting.size === 0 ? true : [...waiting.values()].map(podKey).join(', ');
