@@ -107,19 +107,19 @@ describe('preflight, before anything changes', () => {
   }));
 
   it.concurrent('no crictl on the node: refused (exit 10), since the runtime network could not be checked', onNode(async (t) => {
-    await t.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.off');
+    await t.sh('mv /usr/local/bin/crictl /usr/local/bin/crictl.nm-test-aside');
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
       expect(result.code, result.stderr).toBe(10);
       expect(report(result).error.message).toContain('has no crictl');
       expect(result.stderr).not.toContain(stepLine('cordon'));
     } finally {
-      await t.sh('mv /usr/local/bin/crictl.off /usr/local/bin/crictl');
+      await t.sh('mv /usr/local/bin/crictl.nm-test-aside /usr/local/bin/crictl');
     }
   }));
 
   it.concurrent('a node without apt and dpkg (an RPM-based node): refused (exit 10), nothing changed', onNode(async (t) => {
-    await t.sh('mv /usr/bin/apt-get /usr/bin/apt-get.off');
+    await t.sh('mv /usr/bin/apt-get /usr/bin/apt-get.nm-test-aside');
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
       expect(result.code, result.stderr).toBe(10);
@@ -127,7 +127,7 @@ describe('preflight, before anything changes', () => {
       expect(result.stderr).not.toContain(stepLine('cordon'));
       expect(await schedulable(t)).toBe(true);
     } finally {
-      await t.sh('mv /usr/bin/apt-get.off /usr/bin/apt-get');
+      await t.sh('mv /usr/bin/apt-get.nm-test-aside /usr/bin/apt-get');
     }
   }));
 
@@ -167,16 +167,16 @@ describe('preflight, before anything changes', () => {
 
   it.concurrent('a runtime whose sandbox list fails once kubelet is stopped: the teardown fails closed (never "0 sandboxes") and the node is rolled back', onNode(async (t) => {
     // crictl answers `info`, but its `pods` fails while kubelet is down: what a runtime too busy to list looks like.
-    await t.sh(`mv /usr/local/bin/crictl /usr/local/bin/crictl.real && printf '%s\\n' '#!/bin/sh' \\
+    await t.sh(`mv /usr/local/bin/crictl /usr/local/bin/crictl.nm-test-aside && printf '%s\\n' '#!/bin/sh' \\
       'if [ "$1" = pods ] && ! systemctl is-active -q kubelet; then echo "context deadline exceeded" >&2; exit 1; fi' \\
-      'exec /usr/local/bin/crictl.real "$@"' > /usr/local/bin/crictl && chmod +x /usr/local/bin/crictl`);
+      'exec /usr/local/bin/crictl.nm-test-aside "$@"' > /usr/local/bin/crictl && chmod +x /usr/local/bin/crictl`);
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
       expect(result.code, result.stderr).toBe(11);
       expect(report(result).error.message).toContain('the container runtime did not answer (its sandbox list failed or timed out): could not tear down its sandboxes');
       expect(result.stderr).not.toContain(stepLine('clear-state'));
     } finally {
-      await t.sh('mv /usr/local/bin/crictl.real /usr/local/bin/crictl');
+      await t.sh('mv /usr/local/bin/crictl.nm-test-aside /usr/local/bin/crictl');
     }
     await expectServing(t, bed().containerd.old);
   }));

@@ -399,6 +399,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     set -e
     # kubelet started with a test's extra flags (kubelet-with-faults) starts again without them.
     if [ -f /run/node-maint-test-faults/kubelet-extra-args ]; then rm -f /run/node-maint-test-faults/kubelet-extra-args; date +%s; systemctl restart kubelet; fi
+    # A tool a test set aside (test 45: apt-get, crictl) and could not put back, its run killed: back in place.
+    for f in /usr/bin/*.nm-test-aside /usr/local/bin/*.nm-test-aside; do [ -e "$f" ] && mv -f "$f" "\${f%.nm-test-aside}"; done
     rm -rf /etc/apt/apt.conf.d/99node-maint-test-fail /run/node-maint-test-faults /run/node-maint-test-hooks.log /run/cni-ipam-state
     # .debs a killed run kept (about 100 MB each): an aging bed fills with them otherwise.
     rm -rf /var/lib/node-maint/backups/*/debs
