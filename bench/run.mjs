@@ -2,3 +2,4 @@
 await import('./audit-node.mjs');
 await import('./fleet-preview.mjs');
 await import('./drain.mjs');
+await import('./scale.mjs');

@@ -1,6 +1,7 @@
+import type { Cluster } from '../cluster/api.js';
 import { auditLiveNode } from '../leaks/index.js';
 import { reclaimNode } from '../leaks/reclaim/index.js';
-import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
+import { DEFAULT_RUN_OPTIONS, validateLeaseNamespace } from '../runbook/options.js';
 import type { Transport } from '../node/transport/index.js';
 import { RunbookError } from '../errors.js';
 import { auditMetrics } from '../metrics/audit.js';
@@ -34,8 +35,9 @@ back in one round trip.
                             up under /var/lib/node-maint/backups; Calico objects (cluster-wide ones too) change with
                             resourceVersion preconditions, whereabouts' pool entries by a JSON patch that tests them (each saved on the node
                             first). The plan is printed before anything is done. Refuses to
-                            act at all when either audit could not verify everything. Holds the node's Lease (in
-                            kube-system) throughout, as upgrade-node does: refused while a run holds it (exit 9).
+                            act at all when either audit could not verify everything. Holds the node's Lease
+                            throughout, as upgrade-node does: refused while a run holds it (exit 9).
+  --lease-namespace NS      where the node's Lease is (kube-system), as upgrade-node's
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
   --skip-wait-for-delete-timeout DURATION
                             as upgrade-node's: a pod deleted longer ago (a finalizer holds it) of which the runtime
@@ -56,9 +58,12 @@ could not look, e.g. the runtime or the pod list did not answer; after --reclaim
 it could not verify); 9 the node's Lease is held by a run (--reclaim, nothing done); 2 usage; 3 node not found;
 5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
 
+/** What the command asked of the Kubernetes API (JSON output): its requests and the bytes of their answers. */
+const apiCost = (cluster: Cluster) => ({ requests: cluster.requestsSent, bytesRead: cluster.bytesRead });
+
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
-  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
+  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'lease-namespace': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
   try {
     return await runCommand(argv, io, { options, help: AUDIT_HELP, outputs: ['text', 'json', 'prometheus'] }, async (flags, positionals, json, format) => {
       const node = singleNode(positionals);
@@ -66,6 +71,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       if (format === 'prometheus' && flags.reclaim) throw new RunbookError('usage', '--output prometheus shows an audit; with --reclaim use --textfile-dir for the audit after it');
       const interval = flags.interval ? parseDuration(String(flags.interval), '--interval') : 5;
       const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
+      const leaseNamespace = validateLeaseNamespace(String(flags['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace));
       const access = await connectNode(node, flags);
       transport = access.transport;
       const started = Date.now();
@@ -74,21 +80,21 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         const { report } = await auditLiveNode({ cluster: access.cluster, transport, node, skipWaitForDeleteTimeoutSeconds: skipWait });
         if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(report));
         if (format === 'prometheus') io.stdout(await auditMetrics(report));
-        else io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started }, null, 2)}\n` : `${renderAudit(report)}\n`);
+        else io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started, api: apiCost(access.cluster) }, null, 2)}\n` : `${renderAudit(report)}\n`);
         return auditExitCode(report.verdict);
       }
       const result = await reclaimNode({
         cluster: access.cluster,
         transport,
         node,
-        leaseNamespace: DEFAULT_RUN_OPTIONS.leaseNamespace,
+        leaseNamespace,
         intervalSeconds: interval,
         graceSeconds: grace,
         onPlan: (lines) => io.stderr(`reclaim plan for ${node}:\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
       });
       if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(result.after));
       if (json) {
-        io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started }, null, 2)}\n`);
+        io.stdout(`${JSON.stringify({ ...result, durationMs: Date.now() - started, api: apiCost(access.cluster) }, null, 2)}\n`);
       } else {
         const done = [...result.outcomes.map((o) => `  ${o.verdict.padEnd(12)} ${o.target}${o.detail ? ` (${o.detail})` : ''}`), ...[...result.calico, ...result.whereabouts].map((o) => `  ${o.verdict.padEnd(12)} ${o.detail}`)];
         const refused = result.plan.refused.length > 0 ? `Reclaim on ${node} refused, nothing was done: the audit could not verify everything:\n${result.plan.refused.map((r) => `  - ${r}`).join('\n')}\n` : '';

@@ -73,8 +73,8 @@ export class Cluster {
     private readonly timeoutMs: number,
     private readonly toleranceMs: number,
     private readonly hooks: Hooks = {},
-    /** Requests sent, shared by every Cluster made from the same connect (benchmarks count them). */
-    private readonly counter = { sent: 0 },
+    /** Requests sent and bytes of answers read, shared by every Cluster made from the same connect. */
+    private readonly counter = { sent: 0, bytesRead: 0 },
   ) {}
 
   static async connect(options: ClusterOptions = {}): Promise<Cluster> {
@@ -104,6 +104,11 @@ export class Cluster {
   /** How many requests (watches included) this connection has sent. */
   get requestsSent(): number {
     return this.counter.sent;
+  }
+
+  /** How many bytes of answers (bodies) this connection has read: what a command cost the apiserver to serve. */
+  get bytesRead(): number {
+    return this.counter.bytesRead;
   }
 
   get server(): string {
@@ -172,6 +177,7 @@ export class Cluster {
           }
           let buffer = '';
           res.on('data', (c: Buffer) => {
+            this.counter.bytesRead += c.length;
             buffer += c.toString('utf8');
             const lines = buffer.split('\n');
             buffer = lines.pop()!;
@@ -219,7 +225,10 @@ export class Cluster {
     return new Promise<T>((resolve, reject) => {
       const req = send(options, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('data', (c: Buffer) => {
+          this.counter.bytesRead += c.length;
+          chunks.push(c);
+        });
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;

@@ -73,6 +73,11 @@ export function validateNodeName(node: string): string {
   return node;
 }
 
+export function validateLeaseNamespace(namespace: string): string {
+  if (!NODE_NAME.test(namespace)) throw usageError(`invalid lease namespace ${JSON.stringify(namespace)}`);
+  return namespace;
+}
+
 /** "containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6" to {containerd: ..., docker.io: ...}. */
 export function parseTargets(spec: string): Record<string, string> {
   if (!spec) throw usageError('--to is required: PACKAGE=VERSION[,PACKAGE=VERSION]');
@@ -93,7 +98,7 @@ export function validateRunOptions(options: RunOptions): RunOptions {
   validateNodeName(options.node);
   if (Object.keys(options.targets).length === 0 && !options.rollback) throw usageError('no target versions given: --to PACKAGE=VERSION');
   for (const [name, version] of Object.entries(options.targets)) parseTargets(`${name}=${version}`);
-  if (!NODE_NAME.test(options.leaseNamespace)) throw usageError(`invalid lease namespace ${JSON.stringify(options.leaseNamespace)}`);
+  validateLeaseNamespace(options.leaseNamespace);
   const positive: Array<[string, number]> = [
     ['--timeout', options.drain.timeoutSeconds],
     ['lease duration', options.lease.durationSeconds],

@@ -33,17 +33,20 @@ describe('host-local state kept where the network config says (dataDir)', () => 
     expect(report.ranges.find((r: any) => r.network === 'kindnet')).toMatchObject({ cidr: '10.99.0.0/24', allocated: 1, leaked: 1 });
   });
 
-  it('reclaim is refused (exit 9) while someone holds the node\'s Lease, and does nothing', async () => {
-    // A fence by hand: an operator's Lease on the node, declared for an hour.
-    await applyObjects([{ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: `node-maint-${t.name}`, namespace: 'kube-system' },
+  it('reclaim is refused (exit 9) while someone holds the node\'s Lease (in the namespace --lease-namespace names), and does nothing', async () => {
+    // A fence by hand: an operator's Lease on the node, declared for an hour, where this cluster's runs keep theirs.
+    await applyObjects([{ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: `node-maint-${t.name}`, namespace: 'default' },
       spec: { holderIdentity: 'someone-else', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } }]);
     try {
-      const result = await audit(['--reclaim', '--grace', '0', '--interval', '1']);
+      const bad = await audit(['--reclaim', '--lease-namespace', 'default;id']);
+      expect(bad.code, bad.stderr).toBe(2);
+      expect(JSON.parse(bad.stdout).error.message).toContain('invalid lease namespace "default;id"');
+      const result = await audit(['--reclaim', '--grace', '0', '--interval', '1', '--lease-namespace', 'default']);
       expect(result.code, result.stderr).toBe(9);
       expect(result.stderr).toContain('is held by someone-else');
       expect(await t.sh(`test -e ${LEAK} && echo present || echo gone`)).toContain('present');
     } finally {
-      await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
+      await kubectl('-n', 'default', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
     }
   });
 

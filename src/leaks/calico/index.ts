@@ -12,17 +12,22 @@ const GROUP = '/apis/crd.projectcalico.org/v1';
 /** Whether the cluster serves Calico's CRD group. */
 export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
 
-/** One read of Calico's IPAM CRDs, the nodes and the pods, in pages; undefined when the cluster has no Calico CRDs. */
+/**
+ * One read of Calico's IPAM CRDs and the nodes, then the pods, in pages; undefined when the cluster has no Calico CRDs.
+ * The pods (a cluster-wide list: 100k pods are hundreds of MiB) only when there is a block (a pod's IP in a block,
+ * even an empty one, may be a conflict), and after the blocks, so that a pod allocated between the two reads is in
+ * the second.
+ */
 export async function readCalicoView(cluster: Cluster): Promise<CalicoView | undefined> {
   if (!(await hasCalico(cluster))) return undefined;
   try {
-    const [affinities, blocks, handles, nodes, pods] = await Promise.all([
+    const [affinities, blocks, handles, nodes] = await Promise.all([
       listAll<BlockAffinity>(cluster, `${GROUP}/blockaffinities`),
       listAll<IpamBlock>(cluster, `${GROUP}/ipamblocks`),
       listAll<IpamHandle>(cluster, `${GROUP}/ipamhandles`),
       listAll<Node>(cluster, '/api/v1/nodes'),
-      listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod),
     ]);
+    const pods = blocks.length > 0 ? await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod) : [];
     const podIpMap = new Map<string, { pod: string; node: string }>();
     for (const p of pods) {
       if (isTerminal(p) || p.spec.hostNetwork || !p.spec.nodeName) continue;

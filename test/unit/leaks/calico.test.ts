@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { auditNode } from '../../../src/leaks/audit.js';
+import type { Cluster } from '../../../src/cluster/api.js';
 import { detectCalicoLeaks } from '../../../src/leaks/calico/detect.js';
+import { calicoFindings } from '../../../src/leaks/calico/index.js';
 import type { AllocationAttribute, BlockAffinity, CalicoView, IpamBlock, IpamHandle } from '../../../src/leaks/calico/types.js';
 import { emptyState } from './state-builder.js';
 
@@ -75,5 +77,36 @@ describe('Calico IPAM', () => {
     expect(found.cluster.map((f) => f.class).sort()).toEqual(['calico-affinity-orphan', 'calico-handle-leaked']);
     const report = auditNode({ node: 'a', state: emptyState({ services: {} }), pods: [], calico: found });
     expect(report).toMatchObject({ verdict: 'clean', findings: [], clusterFindings: found.cluster });
+  });
+});
+
+describe('reading Calico IPAM from the API', () => {
+  /** A cluster serving Calico's group with `blocks` (and nothing else), and `pods`; the paths it was asked, in order. */
+  function calicoCluster(blocks: IpamBlock[], pods: Array<[ip: string, pod: string, node: string]>) {
+    const asked: string[] = [];
+    const cluster = {
+      get: async (path: string) => {
+        const where = path.split('?')[0]!;
+        asked.push(where);
+        const items = where.endsWith('/ipamblocks') ? blocks : where === '/api/v1/pods'
+          ? pods.map(([ip, name, node]) => ({ metadata: { namespace: 'demo', name }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running', podIP: ip } }))
+          : [];
+        return { metadata: {}, items };
+      },
+    } as unknown as Cluster;
+    return { cluster, asked };
+  }
+
+  it('lists no pod where there is no block (a cluster-wide list of 100k pods is hundreds of MiB)', async () => {
+    const { cluster, asked } = calicoCluster([], [['10.244.1.5', 'p', 'b']]);
+    expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [] });
+    expect(asked).not.toContain('/api/v1/pods');
+  });
+
+  it('lists the pods once there is a block, even an empty one, after the blocks: a pod on another node in it is a conflict', async () => {
+    const { cluster, asked } = calicoCluster([block('10.244.1.0/26', 'a', 64, [])], [['10.244.1.5', 'p', 'b']]);
+    const findings = await calicoFindings(cluster, 'a');
+    expect(findings.node.map((f) => `${f.class} ${f.evidence.ip}`)).toEqual(['calico-ip-conflict 10.244.1.5']);
+    expect(asked.indexOf('/api/v1/pods')).toBeGreaterThan(asked.indexOf('/apis/crd.projectcalico.org/v1/ipamblocks'));
   });
 });

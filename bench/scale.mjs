@@ -1,0 +1,117 @@
+// Benchmark: the leak audit of one real node of the test bed while the cluster holds 50,000 pods on 1,000 API-only
+// kwok nodes: its time, its peak memory and the bytes it read from the API, against a cluster-wide pod list with
+// kubectl, in pages (as kubectl reads it) and in one answer (as this tool read it before it paged), in the same run.
+// Needs the test bed, and no `npm test` beside it (the pods load the bed's one apiserver). Removes what it made.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { Cluster } from '../dist/cluster/api.js';
+import { median } from './bench-node.mjs';
+
+const NODES = Number(process.env.BENCH_NODES ?? 1000);
+const PODS = Number(process.env.BENCH_PODS ?? 50_000);
+const RUNS = 3;
+const NAMESPACE = 'bench-scale';
+const env = JSON.parse(readFileSync('/var/lib/node-maint-testbed/env.json', 'utf8'));
+const node = env.nodes.find((n) => n.flavour === 'docker');
+const access = ['--kubeconfig', env.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(node.sshPort), '--ssh-user', env.sshUser, '--ssh-key', env.sshKey, '--known-hosts', env.knownHosts];
+const kubectl = (...args) => execFileSync(env.kubectl, ['--kubeconfig', env.kubeconfig, ...args], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+const seconds = (ms) => (ms / 1000).toFixed(2);
+const mib = (bytes) => (bytes / 2 ** 20).toFixed(0);
+
+/** `command` under GNU time: its wall time (ms), peak RSS (MiB), exit code and stdout. */
+function timed(command, args) {
+  const t0 = performance.now();
+  const r = spawnSync('/usr/bin/time', ['-f', '@@time %M', command, ...args], { encoding: 'utf8', maxBuffer: 4096 * 2 ** 20 });
+  const ms = performance.now() - t0;
+  const rss = /@@time (\d+)\s*$/.exec(r.stderr ?? '');
+  if (!rss) throw new Error(`${command} ${args[0]}: no figures from /usr/bin/time (${(r.stderr ?? String(r.error)).slice(-300)})`);
+  return { ms, rssMiB: Number(rss[1]) / 1024, code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs `fn` RUNS times: the median of each figure, and the runs' times. */
+function medians(fn) {
+  const runs = Array.from({ length: RUNS }, fn);
+  const pick = (key) => median(runs.map((r) => r[key]));
+  return { ms: pick('ms'), rssMiB: pick('rssMiB'), runs, times: runs.map((r) => seconds(r.ms)).join(', ') };
+}
+
+/** 50 pods per API-only node, each with a label set, a container with env and requests, and an IP kwok reports. */
+const pod = (i) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: {
+    name: `scale-${String(i).padStart(6, '0')}`,
+    namespace: NAMESPACE,
+    labels: { app: `app-${i % 200}`, tier: 'web', 'node-maint.io/bench-pod': 'scale' },
+    annotations: { 'testbed.node-maint.io/ip': `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}` },
+  },
+  spec: {
+    nodeName: `kwok-${String((i % NODES) + 1).padStart(4, '0')}`,
+    tolerations: [{ operator: 'Exists' }],
+    containers: [{ name: 'app', image: 'registry.example/app:1.0', ports: [{ containerPort: 8080 }], env: [{ name: 'MODE', value: 'production' }], resources: { requests: { cpu: '10m', memory: '16Mi' } } }],
+  },
+});
+
+/** Creates `count` objects with `concurrency` requests in flight. */
+async function createAll(cluster, count, concurrency) {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      await cluster.request('POST', `/api/v1/namespaces/${NAMESPACE}/pods`, pod(i));
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+const cluster = await Cluster.connect({ kubeconfig: env.kubeconfig });
+let t0 = performance.now();
+execFileSync('bash', ['testbed/up', '--kwok-only', String(NODES)], { stdio: ['ignore', 'ignore', 'inherit'] });
+console.log(`registered ${NODES} API-only kwok nodes in ${seconds(performance.now() - t0)} s`);
+try {
+  kubectl('create', 'namespace', NAMESPACE);
+  t0 = performance.now();
+  await createAll(cluster, PODS, 16);
+  console.log(`created ${PODS} pods (${PODS / NODES} per API-only node) in ${seconds(performance.now() - t0)} s`);
+  // kwok reports them Running with their IP, as kubelets would: the audit then reads pods as a real cluster has them.
+  t0 = performance.now();
+  for (;;) {
+    const running = kubectl('get', 'pods', '-n', NAMESPACE, '--field-selector', 'status.phase=Running', '-o', 'name', '--chunk-size', '5000').split('\n').filter(Boolean).length;
+    if (running >= PODS) break;
+    if (performance.now() - t0 > 1_200_000) throw new Error(`kwok reported ${running} of ${PODS} pods Running in 20 minutes`);
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+  console.log(`kwok reported them Running in ${seconds(performance.now() - t0)} s`);
+
+  let report;
+  const ours = medians(() => {
+    const r = timed('node', ['runbooks/audit-node.mjs', node.name, '--output', 'json', ...access]);
+    if (![0, 13].includes(r.code)) throw new Error(`audit-node exited ${r.code}: ${r.stderr.slice(-500)}`);
+    report = JSON.parse(r.stdout);
+    return r;
+  });
+  let listBytes = 0;
+  let pods = 0;
+  const listing = (...extra) => () => {
+    const r = timed(env.kubectl, ['--kubeconfig', env.kubeconfig, 'get', 'pods', '-A', '-o', 'json', ...extra]);
+    listBytes = Buffer.byteLength(r.stdout);
+    pods = JSON.parse(r.stdout).items.length;
+    return { ms: r.ms, rssMiB: r.rssMiB };
+  };
+  const paged = medians(listing());
+  const whole = medians(listing('--chunk-size', '0'));
+  console.log(`cluster: ${pods} pods on ${NODES} API-only nodes and the bed's own; a cluster-wide pod list is ${mib(listBytes)} MiB of JSON`);
+  console.log(`node-maint audit-node ${node.name} (verdict ${report.verdict}): median ${seconds(ours.ms)} s [${ours.times}], peak RSS ${ours.rssMiB.toFixed(0)} MiB, ${report.api.requests} API requests, ${mib(report.api.bytesRead)} MiB read from the API`);
+  console.log(`kubectl get pods -A -o json (pages of 500):  median ${seconds(paged.ms)} s [${paged.times}], peak RSS ${paged.rssMiB.toFixed(0)} MiB`);
+  console.log(`kubectl get pods -A -o json, one answer:     median ${seconds(whole.ms)} s [${whole.times}], peak RSS ${whole.rssMiB.toFixed(0)} MiB (how this tool listed pods before it paged)`);
+  console.log(`ratio kubectl paged / node-maint audit: ${(paged.ms / ours.ms).toFixed(1)}x time, ${(paged.rssMiB / ours.rssMiB).toFixed(1)}x memory`);
+  console.log(`targets (audit of one node under 2 s and 256 MiB): time ${ours.ms < 2000 ? 'met' : 'MISSED'}, memory ${ours.rssMiB < 256 ? 'met' : 'MISSED'}`);
+} finally {
+  t0 = performance.now();
+  // Gone at once (no kubelet to wait for), then the namespace and the nodes.
+  await cluster.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/pods?gracePeriodSeconds=0`).catch((e) => console.log(`could not delete the pods: ${e.message}`));
+  kubectl('delete', 'namespace', NAMESPACE, '--ignore-not-found', '--wait=true', '--timeout=600s');
+  kubectl('delete', 'nodes', '-l', 'node-maint.io/testbed=api-only', '--wait=false');
+  console.log(`removed the pods, their namespace and the API-only nodes in ${seconds(performance.now() - t0)} s`);
+}
