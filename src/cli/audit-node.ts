@@ -72,7 +72,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       const interval = flags.interval ? parseDuration(String(flags.interval), '--interval') : 5;
       const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
       const leaseNamespace = validateLeaseNamespace(String(flags['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace));
-      const access = await connectNode(node, flags);
+      const access = await connectNode(node, flags, (line) => io.stderr(`node-maint: ${line}\n`));
       transport = access.transport;
       const started = Date.now();
       if (!flags.reclaim) {

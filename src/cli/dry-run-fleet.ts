@@ -24,7 +24,7 @@ export async function dryRunFleetMain(argv: string[], io: CliIo = processIo): Pr
   return runCommand(argv, io, { options, help: DRY_RUN_FLEET_HELP }, async (values, positionals, json) => {
     if (positionals.length === 0) throw new RunbookError('usage', 'give at least one NODE[=CONTAINER]');
     const targets = parseTargets(String(values.to ?? ''));
-    const cluster = await Cluster.connect({ kubeconfig: values.kubeconfig, context: values.context });
+    const cluster = await Cluster.connect({ kubeconfig: values.kubeconfig, context: values.context, onRetry: (line) => io.stderr(`node-maint: ${line}\n`) });
     const reports: RunReport[] = [];
     for (const spec of positionals) {
       const [node = '', container = node] = spec.split('=');

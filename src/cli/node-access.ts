@@ -4,9 +4,12 @@ import { openTransport, type Transport } from '../node/transport/index.js';
 import { RunbookError } from '../errors.js';
 import { transportSpec, type ConnectFlags } from './connect.js';
 
-/** The cluster, the node (which must exist) and a transport to it, from the shared command-line flags. */
-export async function connectNode(node: string, flags: ConnectFlags & { kubeconfig?: string; context?: string }): Promise<{ cluster: Cluster; transport: Transport }> {
-  const cluster = await Cluster.connect({ kubeconfig: flags.kubeconfig, context: flags.context });
+/**
+ * The cluster, the node (which must exist) and a transport to it, from the shared command-line flags; `onRetry` says
+ * each request the API throttled or did not answer, and when it is asked again.
+ */
+export async function connectNode(node: string, flags: ConnectFlags & { kubeconfig?: string; context?: string }, onRetry: (line: string) => void): Promise<{ cluster: Cluster; transport: Transport }> {
+  const cluster = await Cluster.connect({ kubeconfig: flags.kubeconfig, context: flags.context, onRetry });
   const object = await getNode(cluster, node);
   const internalIp = async () => {
     const ip = object.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;

@@ -143,7 +143,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         },
       };
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
-      const access = await connectNode(options.node, values);
+      const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`));
       transport = access.transport;
       const progress = (l: string) => io.stderr(`${l}\n`);
       const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress) });

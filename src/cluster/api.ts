@@ -12,6 +12,8 @@ export interface ClusterOptions {
   requestTimeoutMs?: number;
   /** How long a request keeps being retried while the API does not answer (network error, timeout, 5xx). */
   outageToleranceMs?: number;
+  /** A line for every retry (throttled, or no answer), from the first request on: else they are waited out unsaid. */
+  onRetry?: (message: string) => void;
 }
 
 /** An API error with the status code and the Status reason, e.g. 429 TooManyRequests from a PDB-refused eviction. */
@@ -93,7 +95,7 @@ export class Cluster {
       kc.setCurrentContext(options.context);
     }
     if (!kc.getCurrentCluster()) throw new RunbookError('usage', 'the kubeconfig has no current cluster');
-    return new Cluster(kc, options.requestTimeoutMs ?? 30_000, options.outageToleranceMs ?? 120_000);
+    return new Cluster(kc, options.requestTimeoutMs ?? 30_000, options.outageToleranceMs ?? 120_000, { onRetry: options.onRetry });
   }
 
   /** The same cluster, with a fence before every write and a line for every retry. */

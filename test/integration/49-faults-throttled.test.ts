@@ -1,13 +1,18 @@
+import type { ClientRequest } from 'node:http';
 import { Agent, get } from 'node:https';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, bed, DRAIN_FLAGS, kubectl, serviceAccountKubeconfig, upgradeNode } from './bed.js';
 import { pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
-// API Priority and Fairness, for real: a FlowSchema puts the run's ServiceAccount in a priority level of its own (3
-// seats on the bed's apiserver, no queue: Reject), which this test keeps busy from the same account for the run's
-// first half minute. The apiserver answers 429 with Retry-After; the run must wait them out and end upgraded.
+// API Priority and Fairness, for real: a FlowSchema puts the run's ServiceAccount in a priority level of its own (a
+// few seats on the bed's apiserver, no queue: Reject). This test holds every seat from the same account: lists of
+// ~14 MiB of ConfigMaps whose answers it does not read, so the apiserver's handlers block writing them and keep their
+// seats (a loop of quick requests does not: on a busy machine its gaps let the run through). The apiserver answers
+// the run 429 with Retry-After; the seats are let go once the run says it is waiting them out; it must end upgraded.
 describe('an apiserver that throttles the run (API Priority and Fairness, 429)', () => {
   const [t] = useNodes('containerd');
   const ns = useNamespace();
@@ -28,39 +33,54 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
             resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }], nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }] }] } },
     ]);
     await pinnedDeployment(ns.name, 'api', t.name, 2);
+    // The ballast: 16 ConfigMaps of 900 KiB (created, not applied: apply would copy each into an annotation).
+    const file = join(mkdtempSync(join(tmpdir(), 'node-maint-ballast-')), 'ballast.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: Array.from({ length: 16 }, (_, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `ballast-${i}`, namespace: ns.name }, data: { ballast: 'x'.repeat(900 * 1024) } })) }));
+    await kubectl('create', '-f', file);
   });
 
   afterAll(async () => {
     await kubectl('delete', 'flowschema,prioritylevelconfiguration,clusterrolebinding', level(), '--ignore-not-found');
   });
 
-  /** Eight loops of lists as the run's own account (more than the level's seats, always), until stopped: what they were answered, by status. */
-  function keepBusy(): { throttled: Promise<void>; stop: () => Promise<Record<string, number>> } {
+  /**
+   * Sixteen holders, each a list of the ballast it does not read (a stalled answer keeps its seat until the
+   * apiserver's request timeout, then it asks again); those that find no seat are answered 429 and ask again. Until
+   * let go: what they were answered, by status.
+   */
+  function holdSeats(): { throttled: Promise<void>; letGo: () => Promise<Record<string, number>> } {
     const server = JSON.parse(readFileSync(kubeconfig, 'utf8')).clusters[0].cluster;
-    const agent = new Agent({ keepAlive: true, ca: Buffer.from(server['certificate-authority-data'], 'base64') });
+    const agent = new Agent({ keepAlive: false, maxSockets: Infinity, ca: Buffer.from(server['certificate-authority-data'], 'base64') });
     const counts: Record<string, number> = {};
-    let running = true;
+    const open = new Set<ClientRequest>();
+    let holding = true;
     let throttled = () => undefined as void;
+    // One request: a 200 is held unread (its seat with it) until let go or timed out; each ends 200 ms before the next.
     const once = () =>
       new Promise<void>((resolve) => {
-        const req = get(`${server.server}/api/v1/pods?limit=100`, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            counts[String(res.statusCode)] = (counts[String(res.statusCode)] ?? 0) + 1;
-            if (res.statusCode === 429) throttled();
-            resolve();
-          });
+        const req = get(`${server.server}/api/v1/namespaces/${ns.name}/configmaps`, { agent, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+          counts[String(res.statusCode)] = (counts[String(res.statusCode)] ?? 0) + 1;
+          res.on('error', () => undefined);
+          if (res.statusCode === 429) throttled();
+          if (res.statusCode === 200) res.pause();
+          else res.resume();
         });
-        req.on('error', () => resolve());
+        open.add(req);
+        req.on('close', () => {
+          open.delete(req);
+          setTimeout(resolve, 200);
+        });
+        req.on('error', () => undefined);
       });
-    const loops = Array.from({ length: 8 }, async () => {
-      while (running) await once();
+    const holders = Array.from({ length: 16 }, async () => {
+      while (holding) await once();
     });
     return {
       throttled: new Promise<void>((resolve) => (throttled = resolve)),
-      stop: async () => {
-        running = false;
-        await Promise.all(loops);
+      letGo: async () => {
+        holding = false;
+        for (const req of open) req.destroy();
+        await Promise.all(holders);
         agent.destroy();
         return counts;
       },
@@ -69,13 +89,17 @@ describe('an apiserver that throttles the run (API Priority and Fairness, 429)',
 
   it('a full upgrade meets 429s with Retry-After, waits them out, and ends upgraded and leak-free', async () => {
     const flags = t.flags.map((f) => (f === bed().kubeconfig ? kubeconfig : f));
-    const busy = keepBusy();
-    // The run starts once the level is full (the FlowSchema in force): its first requests, the 16 access reviews it
-    // sends at once, then meet 429s of their own.
-    await Promise.race([busy.throttled, new Promise((_, reject) => setTimeout(() => reject(new Error('the hammer met no 429 in 60 s')), 60_000))]);
-    const stopping = new Promise<Record<string, number>>((resolve) => setTimeout(() => resolve(busy.stop()), 30_000));
-    const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...flags]);
-    const answered = await stopping;
+    const seats = holdSeats();
+    await Promise.race([seats.throttled, new Promise((_, reject) => setTimeout(() => reject(new Error('the holders met no 429 in 60 s')), 60_000))]);
+    // Let go once the run says it waits out a 429 (or after five minutes: then the assertions below fail).
+    let letGo: Promise<Record<string, number>> | undefined;
+    const release = () => (letGo ??= seats.letGo());
+    const deadline = setTimeout(release, 300_000);
+    const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...flags], {
+      onStderr: (stderr) => void (/the Kubernetes API is throttling/.test(stderr) && release()),
+    });
+    clearTimeout(deadline);
+    const answered = await release();
     expect(answered['429'], 'the bed\'s apiserver throttled the account').toBeGreaterThan(0);
     expect(result.code, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
