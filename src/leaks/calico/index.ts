@@ -13,7 +13,7 @@ const GROUP = '/apis/crd.projectcalico.org/v1';
 export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
 
 /**
- * One read of Calico's IPAM CRDs and the nodes, then the pods, in pages; undefined when the cluster has no Calico CRDs.
+ * One read of Calico's IPAM CRDs, then the nodes and the pods, in pages; undefined when the cluster has no Calico CRDs.
  * The pods (a cluster-wide list: 100k pods are hundreds of MiB) only when there is a block (a pod's IP in a block,
  * even an empty one, may be a conflict), and after the blocks, so that a pod allocated between the two reads is in
  * the second.
@@ -21,12 +21,13 @@ export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
 export async function readCalicoView(cluster: Cluster): Promise<CalicoView | undefined> {
   if (!(await hasCalico(cluster))) return undefined;
   try {
-    const [affinities, blocks, handles, nodes] = await Promise.all([
+    const [affinities, blocks, handles] = await Promise.all([
       listAll<BlockAffinity>(cluster, `${GROUP}/blockaffinities`),
       listAll<IpamBlock>(cluster, `${GROUP}/ipamblocks`),
       listAll<IpamHandle>(cluster, `${GROUP}/ipamhandles`),
-      listAll<Node>(cluster, '/api/v1/nodes'),
     ]);
+    // The nodes, to find affinities of removed ones (and blocks of removed nodes), only where there is one of either.
+    const nodes = affinities.length + blocks.length > 0 ? await listAll<Node>(cluster, '/api/v1/nodes') : [];
     const pods = blocks.length > 0 ? await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod) : [];
     const podIpMap = new Map<string, { pod: string; node: string }>();
     for (const p of pods) {

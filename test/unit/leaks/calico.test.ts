@@ -97,10 +97,11 @@ describe('reading Calico IPAM from the API', () => {
     return { cluster, asked };
   }
 
-  it('lists no pod where there is no block (a cluster-wide list of 100k pods is hundreds of MiB)', async () => {
+  it('lists no pod and no node where there is no block and no affinity (a cluster-wide list of 100k pods is hundreds of MiB)', async () => {
     const { cluster, asked } = calicoCluster([], [['10.244.1.5', 'p', 'b']]);
     expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [] });
     expect(asked).not.toContain('/api/v1/pods');
+    expect(asked).not.toContain('/api/v1/nodes');
   });
 
   it('lists the pods once there is a block, even an empty one, after the blocks: a pod on another node in it is a conflict', async () => {
