@@ -112,9 +112,10 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     await waitFor(async () => !(await canReadPools(t)), 30_000, 'whereabouts without its pools');
     const t0 = Date.now();
     await kubectl('-n', ns.name, 'delete', 'pod', 'goner', '--wait=false');
-    await t.sh(`crictl stopp ${keeper.sandbox} >/dev/null && crictl rmp ${keeper.sandbox} >/dev/null`);
+    // crictl's own 2 s deadline is too short on a busy machine for a teardown whose DEL cannot read the pools.
+    await t.sh(`crictl -t 120s stopp ${keeper.sandbox} >/dev/null && crictl -t 120s rmp ${keeper.sandbox} >/dev/null`);
     await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes('pod/goner'), 120_000, 'goner deleted');
-    await t.sh(`crictl rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
+    await t.sh(`crictl -t 120s rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
     console.log(`27: whereabouts without its pools for ${Date.now() - t0} ms`);
     expect([...(await allocations('keeper')), ...(await allocations('goner'))]).toEqual(expect.arrayContaining([`${keeper.ip} ${ns.name}/keeper ${keeper.sandbox}`, `${goner.ip} ${ns.name}/goner ${goner.sandbox}`]));
     await applyObjects([binding(t, 'pools')]);
