@@ -51,7 +51,9 @@ const runningOn = (app: string) =>
 describe('preflight, before anything changes', () => {
 
   it.concurrent('a pod whose grace period outlasts the drain timeout: refused (exit 10), the node not cordoned', onNode(async (t) => {
-    await apply([pinned(t, 'slow-stop', 300)]);
+    // Its grace period is what preflight judges; the container itself stops at SIGTERM (sleep as PID 1 would ignore it
+    // and hold the node for the 300 s once the case deletes it).
+    await apply([pinned(t, 'slow-stop', 300, { containers: [{ name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never', command: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'] }] })]);
     await runningOn('slow-stop');
     const args = [t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', '--ignore-daemonsets', '--delete-emptydir-data', '--force', '--timeout', '60s', ...t.flags];
     const result = await upgradeNode(args);

@@ -335,7 +335,7 @@ async function removePod(pod: any, withController: boolean): Promise<void> {
     await kubectl(...ns, 'delete', top.kind.toLowerCase(), top.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
   }
   if (pod.metadata.finalizers?.length) await kubectl(...ns, 'patch', 'pod', pod.metadata.name, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
-  // A second of grace: no test needs its pods' graceful stop once it ended (a case's 300 s grace held its node 180 s).
+  // A second of grace: no test needs its pods' graceful stop once it ended (kubelet keeps a kill it already began).
   await kubectl(...ns, 'delete', 'pod', pod.metadata.name, '--ignore-not-found', '--wait=false', '--grace-period=1').catch(() => undefined);
 }
 
