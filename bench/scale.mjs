@@ -35,7 +35,7 @@ function timed(command, args) {
 function medians(fn) {
   const runs = Array.from({ length: RUNS }, fn);
   const pick = (key) => median(runs.map((r) => r[key]));
-  return { ms: pick('ms'), rssMiB: pick('rssMiB'), runs, times: runs.map((r) => seconds(r.ms)).join(', ') };
+  return { ms: pick('ms'), rssMiB: pick('rssMiB'), times: runs.map((r) => seconds(r.ms)).join(', ') };
 }
 
 /** 50 pods per API-only node, each with a label set, a container with env and requests, and an IP kwok reports. */
@@ -75,12 +75,12 @@ execFileSync('bash', ['testbed/up', '--kwok-only', String(NODES)], { stdio: ['ig
 console.log(`registered ${NODES} API-only kwok nodes in ${seconds(performance.now() - t0)} s`);
 try {
   // Pods a run stopped before its clean-up made are used again (making 50,000 takes minutes on 2 cores).
-  const existing = () => kubectl('get', 'pods', '-n', NAMESPACE, '-o', 'name', '--chunk-size', '5000').split('\n').filter(Boolean).length;
+  const count = (...selector) => kubectl('get', 'pods', '-n', NAMESPACE, ...selector, '-o', 'name', '--chunk-size', '5000').split('\n').filter(Boolean).length;
   await cluster.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }).catch((e) => {
     if (e.status !== 409) throw e;
   });
   t0 = performance.now();
-  const had = existing();
+  const had = count();
   if (had < PODS) await createAll(cluster, PODS, 16, had);
   console.log(`created ${PODS - had} pods (${PODS / NODES} per API-only node; ${had} there from before) in ${seconds(performance.now() - t0)} s`);
   // kwok reports them Running with their IP, as kubelets would, at its own pace (tens a second here): measured once
@@ -88,7 +88,7 @@ try {
   t0 = performance.now();
   let running = 0;
   for (;;) {
-    running = kubectl('get', 'pods', '-n', NAMESPACE, '--field-selector', 'status.phase=Running', '-o', 'name', '--chunk-size', '5000').split('\n').filter(Boolean).length;
+    running = count('--field-selector', 'status.phase=Running');
     if (running >= PODS || performance.now() - t0 > WAIT_MS) break;
     await new Promise((r) => setTimeout(r, 10_000));
   }

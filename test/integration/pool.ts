@@ -335,12 +335,9 @@ async function removePod(pod: any, withController: boolean): Promise<void> {
     await kubectl(...ns, 'delete', top.kind.toLowerCase(), top.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
   }
   if (pod.metadata.finalizers?.length) await kubectl(...ns, 'patch', 'pod', pod.metadata.name, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
-  // A second of grace: no test needs its pods' graceful stop once it ended (kubelet keeps a kill it already began).
+  // A second of grace: no test needs its pods' graceful stop once it ended.
   await kubectl(...ns, 'delete', 'pod', pod.metadata.name, '--ignore-not-found', '--wait=false', '--grace-period=1').catch(() => undefined);
 }
-
-/** Not yet deleted, or deleted with more than a second of grace left to wait out. */
-const lingers = (pod: any) => !pod.metadata.deletionTimestamp || (pod.metadata.deletionGracePeriodSeconds ?? 0) > 1;
 
 const pinnedTo = (pod: any, node: string) => pod.spec.nodeSelector?.['kubernetes.io/hostname'] === node;
 
@@ -353,7 +350,7 @@ async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
     const pods = await left();
     there = pods.map((p: any) => `${p.metadata.name} ${p.status.phase}${p.metadata.deletionTimestamp ? ' terminating' : ''}`).join(', ');
     // Each time round: a ReplicaSet not yet collected after its Deployment went makes a new pod for the one deleted.
-    for (const pod of pods) if (lingers(pod)) await removePod(pod, !pod.metadata.deletionTimestamp);
+    for (const pod of pods) if (!pod.metadata.deletionTimestamp) await removePod(pod, true);
     return pods.length === 0;
   }, 180_000, `the pods of ${namespace} off ${t.name}`).catch((e: Error) => {
     throw new Error(`${e.message} (there: ${there})`);
@@ -370,7 +367,7 @@ async function removeOwnPods(t: TestNode, namespace: string): Promise<void> {
 async function removeLeftoverPods(t: TestNode, ownNamespace: string): Promise<{ agentOnly: boolean; there: string }> {
   const pods = (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items;
   for (const pod of pods) {
-    if (pod.metadata.namespace === 'testbed-system' || (!lingers(pod) && !pod.metadata.finalizers?.length)) continue;
+    if (pod.metadata.namespace === 'testbed-system' || (pod.metadata.deletionTimestamp && !pod.metadata.finalizers?.length)) continue;
     // An earlier case's pod pinned here goes with its controller too: no case elsewhere uses it.
     const earlierCase = pod.metadata.namespace === ownNamespace && pinnedTo(pod, t.name);
     await removePod(pod, earlierCase || !['default', 'kube-system', ownNamespace].includes(pod.metadata.namespace));
