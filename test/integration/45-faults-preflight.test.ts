@@ -3,6 +3,7 @@ import { Cluster } from '../../src/cluster/api.js';
 import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
 import { applyObjects as apply, auditNode, bed, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { apiFilter } from './api-filter.js';
 import { expectServing, lease, report, stepLine, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
 import { holdPodOnNode, pinnedPodSpec, releaseHeldPod } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
@@ -24,9 +25,10 @@ const schedulable = async (t: Target) => !(await kubectlJson('get', 'node', t.na
 
 /** An upgrade with `file` written on the node (removed after): refused in preflight (exit 10) before the cordon, the
  * node schedulable; the refusal's message. */
-async function refusedWithFile(t: Target, file: string, content: string): Promise<string> {
+async function refusedWithFile(t: Target, file: string, content: string, kubeconfig?: string): Promise<string> {
   await t.sh(`printf '%s' '${content}' > ${file}`);
-  const result = await upgradeNode(upgradeArgs(t, bed().containerd.new)).finally(() => t.sh(`rm -f ${file}`));
+  const args = upgradeArgs(t, bed().containerd.new).map((a, i, all) => (all[i - 1] === '--kubeconfig' && kubeconfig ? kubeconfig : a));
+  const result = await upgradeNode(args).finally(() => t.sh(`rm -f ${file}`));
   expect(result.code, result.stderr).toBe(10);
   expect(result.stderr).not.toContain(stepLine('cordon'));
   expect(await schedulable(t)).toBe(true);
@@ -100,6 +102,20 @@ describe('preflight, before anything changes', () => {
     const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-calico.conflist', conf);
     expect(message).toContain(`${t.name}'s CNI network k8s-pod-network allocates pod IPs with the calico-ipam IPAM, which node-maint cannot read (it reads host-local, whereabouts)`);
     expect(message).toContain('give --proof network-only');
+  }));
+
+  it.concurrent('a whereabouts network on a cluster that does not serve whereabouts\' API: refused before the cordon (exit 10), naming --proof network-only', onNode(async (t) => {
+    // The run's API through a proxy that answers 404 for the group, as a cluster without whereabouts' CRDs does.
+    const api = await apiFilter(['/apis/whereabouts.cni.cncf.io']);
+    try {
+      const conf = '{"cniVersion":"0.4.0","name":"wb-pods","plugins":[{"type":"bridge","ipam":{"type":"whereabouts","range":"10.211.0.0/16"}}]}';
+      const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-whereabouts.conflist', conf, api.kubeconfig);
+      expect(message).toBe(`${t.name}'s CNI network wb-pods allocates pod IPs with whereabouts, but the cluster serves no /apis/whereabouts.cni.cncf.io/v1alpha1: its allocations cannot be read (give --proof network-only to maintain it with the weaker proof)`);
+      expect(api.asked).toContain(`GET /api/v1/nodes/${t.name}`);
+      expect(api.asked).toContain('GET /apis/whereabouts.cni.cncf.io/v1alpha1');
+    } finally {
+      await api.close();
+    }
   }));
 
   it.concurrent('a CNI config whose host-local dataDir climbs out with "..": refused (exit 10), nothing read or cleared there', onNode(async (t) => {

@@ -1,5 +1,6 @@
 // The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
 // ("@@name args") and content lines ("|text"). It reads files with one awk per directory, never a command per file.
+import { randomBytes } from 'node:crypto';
 import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
 import { ownPidsScript } from '../processes.js';
 
@@ -23,66 +24,77 @@ const DOCKER_FORMAT = [
   '{{.Label "io.kubernetes.container.name"}}', '{{.CreatedAt}}',
 ].join('\t');
 
-export function gatherScript(): string {
+/** Content lines get "|", markers ("@@<marker> name") become "@@name": the framing parse.ts reads. */
+export const frameScript = (marker: string) => `awk -v m='@@${marker} ' 'BEGIN { n = length(m) }
+  { s = $0; while ((i = index(s, m)) > 1) { print "|" substr(s, 1, i - 1); s = substr(s, i) } if (i == 1) print "@@" substr(s, n + 1); else print "|" s }'`;
+
+/**
+ * Sections are marked in the script by a random word no file on the node can know, and framed once at the end by one
+ * awk: a marker that follows content without a newline still starts its own line, and no content can pose as one.
+ */
+export function gatherScript(marker = randomBytes(8).toString('hex')): string {
   return `
 set +e
 export LC_ALL=C
-sec() { printf '@@%s\\n' "$*"; }
-body() { sed 's/^/|/'; }
+M='@@${marker} '
+sec() { printf '%s%s\\n' "$M" "$*"; }
 # files DIR: a listing (name, size, mtime) and every small file's content, in one find and one awk.
 files() {
   [ -d "$1" ] || return 0
   sec dir "$1"
-  find "$1" -maxdepth 1 -type f -printf '%f\\t%s\\t%T@\\n' | body
-  find "$1" -maxdepth 1 -type f -size -256k ! -name lock -print0 | xargs -0 -r awk 'FNR==1{print "@@file " FILENAME} {print "|" $0}'
+  find "$1" -maxdepth 1 -type f -printf '%f\\t%s\\t%T@\\n'
+  find "$1" -maxdepth 1 -type f -size -256k ! -name lock -print0 | xargs -0 -r awk -v m="$M" 'FNR==1{print m "file " FILENAME} {print}'
 }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+now=$(date +%s)
+gather() {
 sec meta
-{ echo "hostname=$(hostname)"; echo "now=$(date +%s)"; echo "uid=$(id -u)"; echo "kernel=$(uname -r)"; } | body
+read -r host < /proc/sys/kernel/hostname; read -r kernel < /proc/sys/kernel/osrelease
+printf 'hostname=%s\\nnow=%s\\nuid=%s\\nkernel=%s\\n' "$host" "$now" "$(id -u)" "$kernel"
 sec os-release
-cat /etc/os-release 2>/dev/null | body
+cat /etc/os-release 2>/dev/null
 sec tools
-for t in apt-get dpkg-query docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done | body
+for t in apt-get dpkg-query docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done
 sec packages
-${installedScript(PACKAGES)} | body
+${installedScript(PACKAGES)}
 sec dpkg-locks
-{ ${LOCK_HOLDERS_SCRIPT}; } | body
+${LOCK_HOLDERS_SCRIPT}
 sec dpkg-journal
-{ ${DPKG_INTERRUPTED_SCRIPT}; } | body
+${DPKG_INTERRUPTED_SCRIPT}
 sec services
 # One systemctl for all units: it prints their properties in the order asked, a blank line between two units.
-systemctl show -p LoadState,ActiveState,MainPID,ExecStart ${UNITS.join(' ')} 2>/dev/null \
-  | awk -v units='${UNITS.join(' ')}' 'BEGIN { n = split(units, u, " "); i = 1; print "Unit=" u[1] } /^$/ { if (++i <= n) print "Unit=" u[i]; next } { print }' | body
+systemctl show -p LoadState,ActiveState,MainPID,ExecStart ${UNITS.join(' ')} 2>/dev/null \\
+  | awk -v units='${UNITS.join(' ')}' 'BEGIN { n = split(units, u, " "); i = 1; print "Unit=" u[1] } /^$/ { if (++i <= n) print "Unit=" u[i]; next } { print }'
 sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
   for p in $(${ownPidsScript('"$n"')}); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
-done | body
+done
 # The unit that runs kubelet, from its systemd cgroup (cgroup v1's name=systemd line, or v2's): kubelet may run under
 # another unit than kubelet.service (snap.kubelet.daemon), or under none.
 sec kubelet-unit
 for p in $(${ownPidsScript('kubelet')}); do
-  cg=$(awk -F: '$2 == "name=systemd" || ($1 == "0" && $2 == "") {print $3; exit}' "/proc/$p/cgroup" 2>/dev/null)
-  printf '%s\t%s\t%s\n' "$p" "$(echo "$cg" | tr '/' '\n' | grep '\.service$' | tail -n 1)" "$cg"; break
-done | body
+  awk -F: -v p="$p" '$2 == "name=systemd" || ($1 == "0" && $2 == "") { cg = $3; n = split(cg, part, "/"); for (i = 1; i <= n; i++) if (part[i] ~ /\\.service$/) unit = part[i]; exit }
+    END { printf "%s\\t%s\\t%s\\n", p, unit, cg }' "/proc/$p/cgroup" 2>/dev/null; break
+done
 # kubeadm keeps kubelet's flags in an environment file its unit expands, and the runtime endpoint in its config.
 sec kubelet-env
-for f in /var/lib/kubelet/kubeadm-flags.env /etc/default/kubelet; do [ -f "$f" ] && cat "$f"; done | body
+for f in /var/lib/kubelet/kubeadm-flags.env /etc/default/kubelet; do [ -f "$f" ] && cat "$f"; done
 sec kubelet-config
-grep -hE '^(containerRuntimeEndpoint|podInfraContainerImage):' /var/lib/kubelet/config.yaml 2>/dev/null | body
+grep -hE '^(containerRuntimeEndpoint|podInfraContainerImage):' /var/lib/kubelet/config.yaml 2>/dev/null
 sec disk
-df -Pk / /var/lib /var/cache 2>/dev/null | body
+df -Pk / /var/lib /var/cache 2>/dev/null
 sec cni-bin
-for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done | body
+for d in ${STATE_DIRS.cniBin.join(' ')}; do [ -x "$d/host-local" ] && echo "$d"; done
 files ${STATE_DIRS.cniConf}
 # host-local keeps reservations under <dataDir>/<network>: the default, and every dataDir the CNI configs name.
 # Only plain absolute paths are looked at (and ever cleared); any other dataDir is reported, for preflight to refuse.
 sec ipam-datadirs
 datadirs=$(grep -rhoE '"dataDir"[[:space:]]*:[[:space:]]*"[^"]+"' ${STATE_DIRS.cniConf} 2>/dev/null | sed -E 's/.*"([^"]+)"$/\\1/' | sort -u)
-echo "$datadirs" | body
+echo "$datadirs"
 sec ipam-roots
 ipam_roots=$({ echo ${STATE_DIRS.ipam}; echo "$datadirs" | grep -E '^/[A-Za-z0-9._/-]+$' | grep -vE '(^|/)\\.\\.?(/|$)' | sed 's:/*$::' | grep -v '^$'; } | sort -u)
-echo "$ipam_roots" | body
+echo "$ipam_roots"
 # The three big parts (IPAM, caches and checkpoints, the runtime) run side by side; their output is joined in order.
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 { for r in $ipam_roots; do for d in "$r"/*/; do [ -d "$d" ] && files "\${d%/}"; done; done; } > "$tmp/ipam" &
 {
 ${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
@@ -93,37 +105,34 @@ ${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
 # A listing that failed (timed out, refused) leaves its section out: "did not answer", never "nothing there".
 if command -v docker >/dev/null 2>&1 && timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"; then
   sec docker up
-  body < "$tmp/ps"
+  cat "$tmp/ps"
   sec docker-pids
   # Only running sandboxes have a process (and a netns to tear down).
-  ids=$(awk -F'\t' '$2 == "running" && $3 == "podsandbox" {print $1}' "$tmp/ps")
-  [ -n "$ids" ] && timeout 60 docker inspect --format '{{.Id}}\t{{.State.Pid}}' $ids | body
+  ids=$(awk -F'\\t' '$2 == "running" && $3 == "podsandbox" {print $1}' "$tmp/ps")
+  [ -n "$ids" ] && timeout 60 docker inspect --format '{{.Id}}\t{{.State.Pid}}' $ids
 elif command -v docker >/dev/null 2>&1; then
   sec docker down
 fi
 if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 60 crictl pods -o json > "$tmp/pods" && timeout 60 crictl ps -a -o json > "$tmp/containers"; then
   sec crictl-pods
-  body < "$tmp/pods"
+  cat "$tmp/pods"
   sec crictl-containers
-  body < "$tmp/containers"
+  cat "$tmp/containers"
 fi
 } > "$tmp/runtime" &
 wait
 cat "$tmp/ipam" "$tmp/cache" "$tmp/runtime"
 sec netns
 # Each pin with its age and how many processes live in it: a sandbox being set up has a young pin and no process yet.
-# One pass over /proc counts the processes per net namespace ("net:[inode]"); a pin's inode is its namespace's.
-now=$(date +%s)
-ns_users=$(find /proc/[0-9]*/ns/net -maxdepth 0 -printf '%l\\n' 2>/dev/null | sort | uniq -c)
-for n in $(ls -1 ${STATE_DIRS.netns} 2>/dev/null); do
-  st=$(stat -c '%i %Y' ${STATE_DIRS.netns}/"$n" 2>/dev/null || echo "0 $now")
-  users=$(echo "$ns_users" | awk -v k="net:[\${st% *}]" '$2 == k {print $1}')
-  printf '%s\t%s\t%s\n' "$n" "$((now - \${st#* }))" "\${users:-0}"
-done | body
+# One pass over /proc names each process's net namespace ("net:[inode]"); a pin's inode is its namespace's.
+{ find /proc/[0-9]*/ns/net -maxdepth 0 -printf 'p\\t%l\\n' 2>/dev/null; find ${STATE_DIRS.netns} -mindepth 1 -maxdepth 1 -printf 'n\\t%f\\t%i\\t%T@\\n' 2>/dev/null; } \\
+  | awk -F'\\t' -v now="$now" '$1 == "p" { users[$2]++; next } { printf "%s\\t%d\\t%d\\n", $2, now - int($4), users["net:[" $3 "]"] }'
 sec links
-ip -o link show type veth 2>/dev/null | body
+ip -o link show type veth 2>/dev/null
 sec backups
-ls -1 ${STATE_DIRS.backups} 2>/dev/null | body
+ls -1 ${STATE_DIRS.backups} 2>/dev/null
 sec end
+}
+gather | ${frameScript(marker)}
 `;
 }

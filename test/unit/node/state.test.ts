@@ -1,9 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { detectNetwork, ipamRefusal } from '../../../src/node/cni/network-mode.js';
 import type { NodeState } from '../../../src/node/state/types.js';
 import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
 import { flagValue, kubeletCommandLine, parseKubeletFlags } from '../../../src/node/state/command-lines.js';
+import { frameScript } from '../../../src/node/state/gather.js';
 import { isPlainAbsolute, parseNodeState, splitSections } from '../../../src/node/state/parse.js';
 
 // Fixtures are real outputs of the gather script on the test bed's real node and on a fleet host.
@@ -114,6 +116,12 @@ describe('splitSections', () => {
     const s = splitSections('@@dir /x\n|a\t1\t2\n@@file /x/a\n|line1\n|line2\n@@end\n');
     expect(s[0]!.files.get('/x/a')).toEqual(['line1', 'line2']);
     expect(() => parseNodeState('@@meta\n|hostname=x\n')).toThrow(/truncated/);
+  });
+  it('frames the script\'s output once: a marker after content without a newline still starts a section, content never does', () => {
+    const raw = '@@k1 meta\n|a line\n@@end\nlast line, no newline@@k1 dir /x\nname\t1\t2\n@@k2 end\n@@k1 end\n';
+    const framed = execFileSync('sh', ['-c', frameScript('k1')], { input: raw, encoding: 'utf8' });
+    expect(framed).toBe('@@meta\n||a line\n|@@end\n|last line, no newline\n@@dir /x\n|name\t1\t2\n|@@k2 end\n@@end\n');
+    expect(splitSections(framed).map((s) => s.name)).toEqual(['meta', 'dir', 'end']);
   });
 });
 
