@@ -139,4 +139,33 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
       await kubectl('-n', ns.name, 'delete', 'pod', 'held', '--ignore-not-found', '--wait=false');
     }
   });
+
+  it('a node a killed `pulumi up` left half-done is finished by the next up though the fleet is paused; the pause still holds the rest', async () => {
+    await NODE.reset();
+    await configure(stack, [NODE.name]);
+    await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5 }));
+    await kubectl('delete', ...PAUSE(), '--ignore-not-found');
+    // The runner lost mid-run: killed once the node is cordoned, with everything Pulumi started.
+    const first = stack.start(['up', '--yes', '--skip-preview']);
+    await waitFor(async () => (await kubectlJson('get', 'node', NODE.name)).spec.unschedulable === true, 300_000, `${NODE.name} cordoned by the first up`);
+    first.kill();
+    await first.done;
+    expect((await kubectlJson('get', 'node', NODE.name)).spec.unschedulable).toBe(true);
+
+    // The dead runner's lock stays on the stack: up refuses until the operator removes it (README: pulumi cancel).
+    const locked = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    expect(locked.stdout + locked.stderr).toContain('the stack is currently locked');
+    await stack.run(['cancel', '--yes']);
+    // The operator pauses the fleet, then runs up again: the half-done node is finished all the same, nothing else starts.
+    await kubectl('create', ...PAUSE(), '--from-literal=reason=integration test 33, resumed');
+    await configure(stack, [NODE.name, UNDRAINABLE.name]);
+    const again = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    const said = again.stdout + again.stderr;
+    expect(said).toMatch(new RegExp(`\\[${NODE.name}\\] finishing the unfinished run \\S+, \\S+ first: the window, the pause and the alerts are not asked`));
+    expect(await containerdOn(NODE), said).toBe(bed().containerd.new);
+    expect((await kubectlJson('get', 'node', NODE.name)).spec.unschedulable).toBeUndefined();
+    expect(said).toContain(`${UNDRAINABLE.name}: not started: paused by ConfigMap ${ns.name}/node-maint-pause`);
+    expect(again.code).not.toBe(0);
+    expect(await containerdOn(UNDRAINABLE)).toBe(bed().containerd.old);
+  });
 });

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { bed } from './bed.js';
@@ -12,8 +12,8 @@ export interface PulumiStack {
   dir: string;
   configFile: string;
   run(args: string[], options?: { allowFailure?: boolean }): Promise<{ code: number; stdout: string; stderr: string; ms: number }>;
-  /** Starts a command and lets the test read its output while it runs. */
-  start(args: string[]): { output: () => string; done: Promise<number> };
+  /** Starts a command and lets the test read its output while it runs, or kill it (its plugins too) as a lost runner would be. */
+  start(args: string[]): { output: () => string; done: Promise<number>; kill: () => void };
   set(key: string, value: string, secret?: boolean): Promise<void>;
   stateText(): string;
 }
@@ -52,7 +52,17 @@ export async function newStack(name: string): Promise<PulumiStack> {
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    return { output: () => output, done: new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1))) };
+    const done = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+    // The engine starts its plugins in process groups of their own: the tree is found from the parent PIDs first.
+    const kill = () =>
+      descendants(child.pid!).forEach((pid) => {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      });
+    return { output: () => output, done, kill };
   };
   const stack: PulumiStack = {
     dir,
@@ -85,6 +95,24 @@ export async function configureBedFleet(stack: PulumiStack, nodes: string[], max
 
 /** The containerd version dpkg has on the node. */
 export const containerdOn = async (t: TestNode) => (await t.sh("dpkg-query -W -f='${Version}' containerd")).trim();
+
+/** A process and all its descendants, from /proc. */
+function descendants(root: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    parents.set(ppid, [...(parents.get(ppid) ?? []), pid]);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]!) ?? []));
+  return tree;
+}
 
 /** Moves a file, also across filesystems. */
 function moveFile(from: string, to: string): void {

@@ -1,5 +1,5 @@
 // The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
-// ("@@name args") and content lines ("|text"). It reads files with one awk per directory, never a command per file.
+// ("@@name args") and content lines ("|text"). It reads files with one find and one awk for many directories, never a command per file.
 import { randomBytes } from 'node:crypto';
 import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
 import { ownPidsScript } from '../processes.js';
@@ -24,6 +24,18 @@ const DOCKER_FORMAT = [
   '{{.Label "io.kubernetes.container.name"}}', '{{.CreatedAt}}',
 ].join('\t');
 
+/** The shell function `files DIR...` (it marks sections with $M). */
+export const FILES_FUNCTION = `# files DIR...: each directory there is, its listing (name, size, mtime) and every small file's content, in one find
+# and one awk for them all (find lists a directory before what is in it; awk reads the files itself).
+files() {
+  [ $# -gt 0 ] || return 0
+  find "$@" -maxdepth 1 \\( -type d -printf 'd\\t%d\\t%p\\n' -o -type f -printf 'f\\t%d\\t%p\\t%f\\t%s\\t%T@\\n' \\) 2>/dev/null | awk -F'\\t' -v m="$M" '
+    function contents(   i, line) { for (i = 1; i <= n; i++) { print m "file " small[i]; while ((getline line < small[i]) > 0) print line; close(small[i]) } n = 0 }
+    $1 == "d" && $2 == 0 { contents(); print m "dir " $3; next }
+    $1 == "f" && $2 == 1 { print $4 "\\t" $5 "\\t" $6; if ($5 <= 261120 && $4 != "lock") small[++n] = $3 }
+    END { contents() }'
+}`;
+
 /** Content lines get "|", markers ("@@<marker> name") become "@@name": the framing parse.ts reads. */
 export const frameScript = (marker: string) => `awk -v m='@@${marker} ' 'BEGIN { n = length(m) }
   { s = $0; while ((i = index(s, m)) > 1) { print "|" substr(s, 1, i - 1); s = substr(s, i) } if (i == 1) print "@@" substr(s, n + 1); else print "|" s }'`;
@@ -38,13 +50,7 @@ set +e
 export LC_ALL=C
 M='@@${marker} '
 sec() { printf '%s%s\\n' "$M" "$*"; }
-# files DIR: a listing (name, size, mtime) and every small file's content, in one find and one awk.
-files() {
-  [ -d "$1" ] || return 0
-  sec dir "$1"
-  find "$1" -maxdepth 1 -type f -printf '%f\\t%s\\t%T@\\n'
-  find "$1" -maxdepth 1 -type f -size -256k ! -name lock -print0 | xargs -0 -r awk -v m="$M" 'FNR==1{print m "file " FILENAME} {print}'
-}
+${FILES_FUNCTION}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 now=$(date +%s)
 gather() {
@@ -95,12 +101,8 @@ sec ipam-roots
 ipam_roots=$({ echo ${STATE_DIRS.ipam}; echo "$datadirs" | grep -E '^/[A-Za-z0-9._/-]+$' | grep -vE '(^|/)\\.\\.?(/|$)' | sed 's:/*$::' | grep -v '^$'; } | sort -u)
 echo "$ipam_roots"
 # The three big parts (IPAM, caches and checkpoints, the runtime) run side by side; their output is joined in order.
-{ for r in $ipam_roots; do for d in "$r"/*/; do [ -d "$d" ] && files "\${d%/}"; done; done; } > "$tmp/ipam" &
-{
-${STATE_DIRS.cniCaches.map((d) => `  files ${d}`).join('\n')}
-  files ${STATE_DIRS.checkpoints['cri-dockerd']}
-  files ${STATE_DIRS.checkpoints.dockershim}
-} > "$tmp/cache" &
+{ set --; for r in $ipam_roots; do for d in "$r"/*/; do [ -d "$d" ] && set -- "$@" "\${d%/}"; done; done; files "$@"; } > "$tmp/ipam" &
+files ${[...STATE_DIRS.cniCaches, STATE_DIRS.checkpoints['cri-dockerd'], STATE_DIRS.checkpoints.dockershim].join(' ')} > "$tmp/cache" &
 {
 # A listing that failed (timed out, refused) leaves its section out: "did not answer", never "nothing there".
 if command -v docker >/dev/null 2>&1 && timeout 60 docker ps -a --no-trunc --filter label=io.kubernetes.docker.type --format '${DOCKER_FORMAT}' > "$tmp/ps"; then

@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { detectNetwork, ipamRefusal } from '../../../src/node/cni/network-mode.js';
 import type { NodeState } from '../../../src/node/state/types.js';
 import { detectFlavor, runtimeUnits } from '../../../src/node/runtime/flavor.js';
 import { flagValue, kubeletCommandLine, parseKubeletFlags } from '../../../src/node/state/command-lines.js';
-import { frameScript } from '../../../src/node/state/gather.js';
+import { FILES_FUNCTION, frameScript } from '../../../src/node/state/gather.js';
 import { isPlainAbsolute, parseNodeState, splitSections } from '../../../src/node/state/parse.js';
 
 // Fixtures are real outputs of the gather script on the test bed's real node and on a fleet host.
@@ -122,6 +124,21 @@ describe('splitSections', () => {
     const framed = execFileSync('sh', ['-c', frameScript('k1')], { input: raw, encoding: 'utf8' });
     expect(framed).toBe('@@meta\n||a line\n|@@end\n|last line, no newline\n@@dir /x\n|name\t1\t2\n|@@k2 end\n@@end\n');
     expect(splitSections(framed).map((s) => s.name)).toEqual(['meta', 'dir', 'end']);
+  });
+  it('reads many directories in one find and one awk: each one there with its listing and small files, none missing', () => {
+    const root = mkdtempSync(join(tmpdir(), 'node-maint-files-'));
+    mkdirSync(join(root, 'net'));
+    mkdirSync(join(root, 'empty'));
+    writeFileSync(join(root, 'net', '10.0.0.2'), 'abc\neth0');
+    writeFileSync(join(root, 'net', 'lock'), '');
+    writeFileSync(join(root, 'net', 'big'), 'x'.repeat(300 * 1024));
+    const script = `M='@@k1 '\n${FILES_FUNCTION}\nfiles ${root}/net ${root}/missing ${root}/empty | ${frameScript('k1')}`;
+    const sections = splitSections(execFileSync('sh', ['-c', script], { encoding: 'utf8' }));
+    rmSync(root, { recursive: true });
+    expect(sections.map((s) => `${s.name} ${s.arg}`)).toEqual([`dir ${root}/net`, `dir ${root}/empty`]);
+    expect(sections[0]!.lines.map((l) => l.split('\t').slice(0, 2).join(' ')).sort()).toEqual(['10.0.0.2 8', `big ${300 * 1024}`, 'lock 0']);
+    expect([...sections[0]!.files]).toEqual([[`${root}/net/10.0.0.2`, ['abc', 'eth0']]]);
+    expect(sections[1]!.lines).toEqual([]);
   });
 });
 
