@@ -1,5 +1,6 @@
 // The one round trip that brings a node's whole state back: a POSIX sh script whose output is framed as sections
-// ("@@name args") and content lines ("|text"). It reads files with one find and one awk for many directories, never a command per file.
+// ("@@name args") and content lines ("|text"). It reads files with one find and one awk for many directories, never a
+// command per file, and frames its output once: each process it makes is one more fork on a busy production node.
 import { randomBytes } from 'node:crypto';
 import { DPKG_INTERRUPTED_SCRIPT, installedScript, LOCK_HOLDERS_SCRIPT } from '../packages/index.js';
 import { ownPidsScript } from '../processes.js';
