@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { bed, upgradeNode, waitFor } from './bed.js';
 import { apiProxy, type ApiProxy } from './api-proxy.js';
-import { expectServing, lease, report, stepLine, upgradeArgs, type Target } from './faults.js';
+import { expectServing, lease, report, stepLine, upgradeArgs, withKubeconfig, type Target } from './faults.js';
 import { onLeasedNode } from './pool.js';
 
 // The API or the SSH session gone for a while, mid-run. The run reaches the apiserver through a proxy of the test's
@@ -21,13 +21,10 @@ const onNode = (fn: (t: Target, api: ApiProxy) => Promise<void>) =>
     await fn(t, api);
   });
 
-/** The run's flags with its kubeconfig through the proxy. */
-const through = (api: ApiProxy, args: string[]) => args.map((a, i) => (args[i - 1] === '--kubeconfig' ? api.kubeconfig : a));
-
 /** Runs the upgrade and, when `line` appears, does `fault` (without waiting for it). */
 function upgradeWith(t: Target, api: ApiProxy, line: string, fault: () => Promise<void>, extra: string[] = []) {
   let fired: Promise<void> | undefined;
-  const result = upgradeNode(through(api, upgradeArgs(t, bed().containerd.new, extra)), {
+  const result = upgradeNode(withKubeconfig(upgradeArgs(t, bed().containerd.new, extra), api.kubeconfig), {
     onStderr: (text) => {
       if (!fired && text.includes(line)) fired = fault();
     },

@@ -4,7 +4,7 @@ import { evictPod } from '../../src/cluster/drain/evict.js';
 import type { Pod } from '../../src/cluster/types.js';
 import { applyObjects as apply, auditNode, bed, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
 import { apiFilter } from './api-filter.js';
-import { expectServing, lease, report, stepLine, upgradeArgs, upgradeKilledAt, type Target } from './faults.js';
+import { expectServing, lease, report, stepLine, upgradeArgs, upgradeKilledAt, withKubeconfig, type Target } from './faults.js';
 import { holdPodOnNode, pinnedPodSpec, releaseHeldPod } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
@@ -27,8 +27,8 @@ const schedulable = async (t: Target) => !(await kubectlJson('get', 'node', t.na
  * node schedulable; the refusal's message. */
 async function refusedWithFile(t: Target, file: string, content: string, kubeconfig?: string): Promise<string> {
   await t.sh(`printf '%s' '${content}' > ${file}`);
-  const args = upgradeArgs(t, bed().containerd.new).map((a, i, all) => (all[i - 1] === '--kubeconfig' && kubeconfig ? kubeconfig : a));
-  const result = await upgradeNode(args).finally(() => t.sh(`rm -f ${file}`));
+  const args = upgradeArgs(t, bed().containerd.new);
+  const result = await upgradeNode(kubeconfig ? withKubeconfig(args, kubeconfig) : args).finally(() => t.sh(`rm -f ${file}`));
   expect(result.code, result.stderr).toBe(10);
   expect(result.stderr).not.toContain(stepLine('cordon'));
   expect(await schedulable(t)).toBe(true);

@@ -12,6 +12,9 @@ export const FAULTS_DIR = '/run/node-maint-test-faults';
 
 export const upgradeArgs = (t: Target, version: string, extra: string[] = []) => [t.name, '--to', `containerd=${version}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, ...extra];
 
+/** The run's flags with another kubeconfig (a proxy's in front of the apiserver). */
+export const withKubeconfig = (args: string[], kubeconfig: string) => args.map((a, i) => (args[i - 1] === '--kubeconfig' ? kubeconfig : a));
+
 /** The progress line that says a step starts: "[ 5/11] Tear down sandbox networks ...". */
 export function stepLine(name: string): string {
   const i = STEPS.findIndex((s) => s.name === name);
