@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STUCK_AFTER_SECONDS } from '../../src/leaks/detect/sandboxes.js';
 import { applyObjects, kubectl, kubectlJson, waitFor } from './bed.js';
 import { nodeAudit, pinnedPodSpec } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
@@ -15,11 +16,11 @@ describe('a pod stuck Terminating by a leftover container', () => {
     // Nobody is left on the node to finish the deletion: the container stays, the pod stays Terminating.
     await t.sh('systemctl stop kubelet');
     await kubectl('-n', ns.name, 'delete', 'pod', 'holdout', '--wait=false');
-    // Past its grace period twice over (deletionTimestamp is the request plus the grace): overdue by the audit's rule.
+    // Overdue by the audit's rule: past deletionTimestamp (the request plus the grace) by STUCK_AFTER_SECONDS.
     await waitFor(async () => {
       const pod = await kubectlJson('get', 'pod', '-n', ns.name, 'holdout');
-      return Date.now() > Date.parse(pod.metadata.deletionTimestamp) + (pod.metadata.deletionGracePeriodSeconds + 1) * 1000;
-    }, 60_000, 'holdout overdue');
+      return Date.now() > Date.parse(pod.metadata.deletionTimestamp) + (STUCK_AFTER_SECONDS + 1) * 1000;
+    }, 90_000, 'holdout overdue');
   });
 
   afterAll(async () => {

@@ -7,6 +7,9 @@ import type { Finding } from '../types.js';
 // Leak classes 3, 4 and 5: checkpoints and sandboxes that disagree, sandboxes kubelet will never remove, and pods
 // stuck Terminating behind leftover containers.
 export const SANDBOX_WARNING_THRESHOLD = 1000;
+/** The least time past deletionTimestamp before a pod counts as stuck: kubelet's kill, the network's DEL and the
+ * status sync take seconds on a busy node, longer than a short grace period (2 s pods were called stuck at 5 s). */
+export const STUCK_AFTER_SECONDS = 30;
 
 export function detectCheckpointLeaks(state: NodeState): Finding[] {
   if (!state.runtimeReachable) return [];
@@ -91,9 +94,9 @@ export function detectStuckTerminating(state: NodeState, pods: Pod[], nowMs: num
     const deleting = pod.metadata.deletionTimestamp;
     if (!deleting) continue;
     const grace = pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
-    // deletionTimestamp is already "requested time + grace"; allow one more grace period before calling it stuck.
-    const overdueMs = nowMs - Date.parse(deleting) - grace * 1000;
-    if (overdueMs <= 0) continue;
+    // deletionTimestamp is already "requested time + grace"; allow one more grace period (at least STUCK_AFTER_SECONDS).
+    const overdueMs = nowMs - Date.parse(deleting);
+    if (overdueMs <= Math.max(grace, STUCK_AFTER_SECONDS) * 1000) continue;
     const leftovers = state.containers.filter((c) => c.podUid === pod.metadata.uid);
     const sandboxes = state.sandboxes.filter((s) => s.podUid === pod.metadata.uid);
     findings.push({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { auditNode } from '../../../src/leaks/audit.js';
+import { STUCK_AFTER_SECONDS } from '../../../src/leaks/detect/sandboxes.js';
 import { emptyState, id, kubenetNode, podOn } from './state-builder.js';
 
 const audit = (state: ReturnType<typeof emptyState>, pods = [] as ReturnType<typeof podOn>[], podCidr = '10.253.6.128/25') =>
@@ -65,6 +66,17 @@ describe('leak audit', () => {
     const found = audit(state, [pod]).findings;
     expect(found).toHaveLength(1);
     expect(found[0]).toMatchObject({ class: 'stuck-terminating', evidence: { pod: 'demo/stuck', containers: [{ id: id(9), state: 'created' }] } });
+  });
+
+  it('calls a pod stuck only STUCK_AFTER_SECONDS past its deletionTimestamp when its grace period is shorter: a busy kubelet takes seconds', () => {
+    const state = emptyState({ services: {} });
+    state.containers.push({ id: id(9), sandboxId: id(8), state: 'exited', podUid: 'uid-web', namespace: 'demo', podName: 'web', name: 'app' });
+    const deletedAgo = (s: number) => podOn('web', undefined, { deletionTimestamp: new Date((state.now - s) * 1000).toISOString(), deletionGracePeriodSeconds: 2 });
+    expect(audit(state, [deletedAgo(5)]).findings).toEqual([]);
+    expect(audit(state, [deletedAgo(STUCK_AFTER_SECONDS)]).findings).toEqual([]);
+    expect(audit(state, [deletedAgo(STUCK_AFTER_SECONDS + 2)]).findings.map((f) => [f.class, f.message])).toEqual([
+      ['stuck-terminating', `pod demo/web has been Terminating ${STUCK_AFTER_SECONDS + 2}s past its grace period; 1 container(s) and 0 sandbox(es) left: app:exited:${id(9).slice(0, 12)}`],
+    ]);
   });
 
   it('--skip-wait-for-delete-timeout: a pod a finalizer holds, of which the runtime holds nothing, is left alone and said; with a container left it is still stuck', () => {
