@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,17 +39,37 @@ async function resetWorker(node: string): Promise<void> {
 }
 
 /**
- * Runs fn with a pod of our own on the node. The web pods may all be on the other worker, and host-local makes its
- * directory only with the node's first pod IP since boot (/run is tmpfs): the neighbour gives the node a live sandbox.
+ * Runs fn with a pod of our own on the node: a DaemonSet's, so that the drain leaves it (as kube-proxy or a CNI agent)
+ * and the run's teardown has a live sandbox to remove. A bare pod would be evicted, and kubelet's garbage collection
+ * may remove its sandbox before kubelet stops (so "0 sandboxes" could not tell the teardown's work from kubelet's).
+ * The web pods may all be on the other worker, and host-local makes its directory only with the node's first pod IP
+ * since boot (/run is tmpfs): the neighbour gives the node a live sandbox.
  */
 async function withNeighbour(node: string, fn: () => Promise<void>): Promise<void> {
-  await kindKubectl('-n', 'demo', 'run', 'neighbour', '--image=registry.k8s.io/pause:3.10', '--image-pull-policy=Never', '--restart=Never',
-    `--overrides=${JSON.stringify({ spec: { nodeName: node } })}`, '--command', '--', '/usr/local/bin/pause');
+  const dir = mkdtempSync('/tmp/node-maint-neighbour-');
+  const manifest = join(dir, 'neighbour.json');
+  const labels = { app: 'neighbour' };
+  writeFileSync(manifest, JSON.stringify({
+    apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'neighbour', namespace: 'demo' },
+    spec: {
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          nodeSelector: { 'kubernetes.io/hostname': node },
+          terminationGracePeriodSeconds: 2,
+          containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'Never', command: ['/usr/local/bin/pause'] }],
+        },
+      },
+    },
+  }));
+  await kindKubectl('apply', '-f', manifest).finally(() => rmSync(dir, { recursive: true }));
   try {
-    await waitFor(async () => Boolean(JSON.parse(await kindKubectl('-n', 'demo', 'get', 'pod', 'neighbour', '-o', 'json')).status.podIP), 60_000, 'the neighbour pod to get an IP');
+    await waitFor(async () => JSON.parse(await kindKubectl('-n', 'demo', 'get', 'pods', '-l', 'app=neighbour', '-o', 'json')).items.some((p: any) => p.status.podIP && p.status.phase === 'Running'), 60_000, 'the neighbour pod to get an IP');
     await fn();
   } finally {
-    await kindKubectl('-n', 'demo', 'delete', 'pod', 'neighbour', '--ignore-not-found');
+    // Foreground: returns once its pod is gone, so the next case finds no pod of ours Terminating.
+    await kindKubectl('-n', 'demo', 'delete', 'daemonset', 'neighbour', '--ignore-not-found', '--cascade=foreground', '--timeout=120s');
   }
 }
 
@@ -105,7 +125,7 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
   it('upgrades a worker\'s containerd through apt: systemd restarts it on the new binary, sandboxes go through crictl, no leak', async () => {
     const node = kind().workers[0]!;
     const { new: target, old } = bed().containerd;
-    // Our own pod there too: the web pods may all be on the other worker.
+    // Our own DaemonSet pod there too: the drain leaves it, so the teardown has a sandbox to remove.
     await withNeighbour(node, async () => {
       const [, startedBefore] = await runningContainerd(node);
       const sandboxes = Number((await onNode(node, 'crictl pods -q | wc -l')).trim());
