@@ -103,6 +103,22 @@ export class Cluster {
     return new Cluster(this.kc, this.timeoutMs, hooks.outageToleranceMs ?? this.toleranceMs, { ...this.hooks, ...hooks }, this.counter);
   }
 
+  /**
+   * The same API server as a ServiceAccount: a bound token asked for it (TokenRequest, which these credentials must be
+   * allowed: create serviceaccounts/token), valid for `seconds`. Its user is named NAMESPACE:NAME.
+   */
+  async asServiceAccount(namespace: string, name: string, seconds: number): Promise<Cluster> {
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`;
+    const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } });
+    if (!answer.status?.token) throw new RunbookError('usage', `the API server gave no token for the ServiceAccount ${namespace}/${name}`);
+    const { KubeConfig } = await import('./client-node.js');
+    const kc = new KubeConfig();
+    const server = this.kc.getCurrentCluster()!;
+    const user = `${namespace}:${name}`;
+    kc.loadFromOptions({ clusters: [server], users: [{ name: user, token: answer.status.token }], contexts: [{ name: user, cluster: server.name, user }], currentContext: user });
+    return new Cluster(kc, this.timeoutMs, this.toleranceMs, this.hooks);
+  }
+
   /** How many requests (watches included) this connection has sent. */
   get requestsSent(): number {
     return this.counter.sent;

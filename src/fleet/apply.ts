@@ -48,6 +48,8 @@ export interface NodeUpgradeInputs {
   textfileDir?: string;
   /** "project/stack", for notifications. */
   fleet?: string;
+  /** The runbook runs as this ServiceAccount, with a token the stack's credentials ask for, valid `seconds`. */
+  runAs?: { namespace: string; name: string; seconds: number };
 }
 
 function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
@@ -74,7 +76,10 @@ async function withTransport<T>(connection: NodeConnection, sshKey: string | und
 }
 
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport> {
-  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  const stack = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  const { runAs } = inputs;
+  const cluster = runAs ? await stack.asServiceAccount(runAs.namespace, runAs.name, runAs.seconds) : stack;
+  if (runAs) log(`[${inputs.node}] the runbook runs as the ServiceAccount ${runAs.namespace}/${runAs.name}`);
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
       options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {} },

@@ -11,6 +11,7 @@ import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
 import { fleetNotObserved, fleetStarted, postMessage, type LaterNodes } from './notify.js';
 import { fleetEnd, skippedNodes } from './outputs.js';
+import { SERVICE_ACCOUNT } from './rbac-objects.js';
 import { NodeRuntimeUpgrade } from './resource.js';
 import { planFleetWaves } from './waves.js';
 import { describeWindow, localTime, windowAt } from './window.js';
@@ -157,10 +158,16 @@ export default async function program() {
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
   const g = config.gates;
-  const timeout = `${60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60)}m`;
+  const timeoutMinutes = 60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60);
+  const timeout = `${timeoutMinutes}m`;
+  // @pulumi/kubernetes (and its plugin) only for a stack that makes the RBAC. Its nodes' runbooks then hold only that:
+  // a token of its ServiceAccount, outliving the node's run.
+  const rbac = config.createRbac ? await import('./rbac.js') : undefined;
+  const runAs = rbac && { namespace: config.leaseNamespace, name: SERVICE_ACCOUNT, seconds: timeoutMinutes * 60 + 600 };
   const changes = new Set(changing);
   const later = laterNodes(waveNames.map((w) => w.filter((n) => changes.has(n))));
-  let previous: NodeRuntimeUpgrade[] = [];
+  // The first wave waits for the least-privilege objects when the stack makes them.
+  let previous: pulumi.Resource[] = rbac ? [rbac.createRbac(config)] : [];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
   for (const [w, wave] of waves.entries()) {
     previous = wave.map((i) => {
@@ -187,6 +194,7 @@ export default async function program() {
           later: later[w]!,
           ...(config.metrics ? { textfileDir: config.metrics.textfileDir } : {}),
           ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
+          ...(runAs ? { runAs } : {}),
           ...(typeof seen === 'object' ? { observed: seen } : {}),
           ...(sshKey ? { sshKey } : {}),
           ...(config.webhook ? { webhook: pulumi.secret(config.webhook) } : {}),

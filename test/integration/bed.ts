@@ -19,6 +19,8 @@ export interface Testbed {
   bedDockerHost: string;
   kubectl: string;
   pulumiDir: string;
+  /** @pulumi/kubernetes's resource plugin, built from Go modules (testbed/build/pulumi-kubernetes.sh). */
+  pulumiKubernetes: { plugin: string; version: string };
   /** The bed's run directory (test leases live there). */
   run: string;
   /** faulty: the bed's +nmtest1, Debian's new version with fault hooks (testbed/packages/fault-hooks.sh). */

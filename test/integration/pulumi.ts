@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { bed } from './bed.js';
@@ -30,6 +30,11 @@ export async function newStack(name: string): Promise<PulumiStack> {
     PULUMI_SKIP_UPDATE_CHECK: 'true',
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
   };
+  // @pulumi/kubernetes's plugin as `pulumi plugin install --file` would put it, linked rather than copied (300 MB).
+  const { plugin, version } = bed().pulumiKubernetes;
+  const pluginDir = join(dir, 'home', 'plugins', `resource-kubernetes-v${version}`);
+  mkdirSync(pluginDir, { recursive: true });
+  symlinkSync(plugin, join(pluginDir, 'pulumi-resource-kubernetes'));
   const configFile = join(dir, `Pulumi.${name}.yaml`);
   const argv = (args: string[]) => [...args, '--non-interactive', ...(['preview', 'up', 'refresh', 'destroy'].includes(args[0]!) ? ['--config-file', configFile] : [])];
   const run: PulumiStack['run'] = async (args, options = {}) => {

@@ -22,10 +22,10 @@ write_env() {
   [ -s "$KIND_KUBECONFIG" ] && kind=$(jq -n --arg kc "$KIND_KUBECONFIG" --arg name "$KIND_CLUSTER" --arg cp "$KIND_CLUSTER-control-plane" --arg bin "$KIND_BIN/kind" \
     --argjson workers "$(kind_workers | jq -R . | jq -sc .)" '{name: $name, kubeconfig: $kc, controlPlane: $cp, workers: $workers, bin: $bin}')
   jq -n --arg kc "$ADMIN_KUBECONFIG" --arg key "$SSH_KEY" --arg kh "$KNOWN_HOSTS" --arg user "$SSH_USER" \
-    --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" --arg run "$TB_RUN" --arg cnitool "$CNITOOL_BIN/cnitool" --arg whereabouts "$WHEREABOUTS_BIN/whereabouts" \
+    --arg bed "unix://$BED_DOCKER_SOCK" --arg kubectl "$K8S_BIN/kubectl" --arg pulumi "$PULUMI_BIN" --arg pulumiKubernetes "$PULUMI_KUBERNETES_BIN/pulumi-resource-kubernetes" --arg pulumiKubernetesVersion "$PULUMI_KUBERNETES_VERSION" --arg run "$TB_RUN" --arg cnitool "$CNITOOL_BIN/cnitool" --arg whereabouts "$WHEREABOUTS_BIN/whereabouts" \
     --arg prometheus "$PROMETHEUS_URL" --arg textfileDir "$TEXTFILE_DIR" \
     --arg old "$CONTAINERD_OLD" --arg new "$CONTAINERD_NEW" --arg faulty "$CONTAINERD_FAULTY" --arg dockerOld "$DOCKER_OLD" --arg dockerNew "$DOCKER_NEW" --argjson nodes "$nodes" --argjson kind "$kind" \
     '{kubeconfig: $kc, sshKey: $key, knownHosts: $kh, sshUser: $user, bedDockerHost: $bed, kubectl: $kubectl,
-      pulumiDir: $pulumi, run: $run, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew},
+      pulumiDir: $pulumi, pulumiKubernetes: {plugin: $pulumiKubernetes, version: $pulumiKubernetesVersion}, run: $run, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew},
       nodes: $nodes, kind: $kind, prometheus: $prometheus, textfileDir: $textfileDir, cnitool: $cnitool, whereabouts: $whereabouts}' > "$TB_STATE/env.json"
 }

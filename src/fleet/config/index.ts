@@ -1,6 +1,6 @@
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../../cluster/drain/filters.js';
 import type { Hooks } from '../../runbook/hooks.js';
-import { parseTargets, validateNodeName } from '../../runbook/options.js';
+import { parseTargets, validateLeaseNamespace, validateNodeName } from '../../runbook/options.js';
 import type { FleetOrder } from '../order.js';
 import type { UndrainableBehavior } from '../undrainable.js';
 import type { MaintenanceWindow } from '../window.js';
@@ -30,6 +30,8 @@ export interface FleetConfig {
   allowControlPlane: boolean;
   /** Nodes whose installed versions can no longer be had are upgraded anyway, without a rollback path. */
   allowNoRollback: boolean;
+  /** The stack creates runbooks/rbac.yaml's objects (through @pulumi/kubernetes) before any node starts. */
+  createRbac: boolean;
   /** When set, a node starts only while the window is open. */
   maintenanceWindow?: MaintenanceWindow;
   order: FleetOrder;
@@ -44,7 +46,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -128,12 +130,20 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
 
   const sshKey = get('sshKey');
   if (sshKey !== undefined && (typeof sshKey !== 'string' || !sshKey.includes('PRIVATE KEY'))) throw new ConfigError('sshKey', 'must be a private key (PEM or OpenSSH), set with `pulumi config set --secret`');
-  const allowControlPlane = get('allowControlPlane') ?? false;
-  if (typeof allowControlPlane !== 'boolean') throw new ConfigError('allowControlPlane', 'must be true or false');
-  const allowNoRollback = get('allowNoRollback') ?? false;
-  if (typeof allowNoRollback !== 'boolean') throw new ConfigError('allowNoRollback', 'must be true or false');
+  const flags = { allowControlPlane: false, allowNoRollback: false, createRbac: false };
+  for (const k of Object.keys(flags) as Array<keyof typeof flags>) {
+    const value = get(k) ?? false;
+    if (typeof value !== 'boolean') throw new ConfigError(k, 'must be true or false');
+    flags[k] = value;
+  }
   for (const k of ['kubeconfig', 'context', 'leaseNamespace'] as const) {
     if (get(k) !== undefined && typeof get(k) !== 'string') throw new ConfigError(k, 'must be a string');
+  }
+  // A namespace name, never text: it goes into the RBAC manifest the stack applies.
+  try {
+    validateLeaseNamespace((get('leaseNamespace') as string | undefined) ?? 'kube-system');
+  } catch (e) {
+    throw new ConfigError('leaseNamespace', (e as Error).message);
   }
   return {
     nodes: nodes as string[] | undefined,
@@ -147,8 +157,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     dockerExec: dockerRaw ? { dockerHost: dockerRaw.dockerHost as string | undefined, containers: stringMap('dockerExec.containers', dockerRaw.containers) } : undefined,
     drain,
     leaseNamespace: (get('leaseNamespace') as string | undefined) ?? 'kube-system',
-    allowControlPlane: allowControlPlane as boolean,
-    allowNoRollback: allowNoRollback as boolean,
+    ...flags,
     maintenanceWindow: maintenanceWindow(get('maintenanceWindow')),
     order: fleetOrder(get('order')),
     undrainable: undrainable(get('undrainable')),

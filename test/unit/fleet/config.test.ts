@@ -21,6 +21,8 @@ describe('fleet stack config', () => {
     expect(c.drain).toMatchObject({ ignoreDaemonSets: false, gracePeriodSeconds: -1, skipWaitForDeleteTimeoutSeconds: 0 });
     expect(c.allowControlPlane).toBe(false);
     expect(c.allowNoRollback).toBe(false);
+    expect(c.createRbac).toBe(false);
+    expect(parseFleetConfig({ ...base, 'node-maint:createRbac': 'true' }, PLAIN).createRbac).toBe(true);
   });
 
   it.each([
@@ -36,6 +38,8 @@ describe('fleet stack config', () => {
     [{ 'node-maint:nodeSelector': 'a=b' }, /set nodes or nodeSelector, not both/],
     [{ 'node-maint:allowControlPlane': '"yes"' }, /node-maint:allowControlPlane: must be true or false/],
     [{ 'node-maint:allowNoRollback': '1' }, /node-maint:allowNoRollback: must be true or false/],
+    [{ 'node-maint:createRbac': '"yes"' }, /node-maint:createRbac: must be true or false/],
+    [{ 'node-maint:leaseNamespace': 'kube-system\nkind: ClusterRole' }, /node-maint:leaseNamespace: invalid lease namespace/],
     [{ 'node-maint:dockerExec': '{"dockerHost":"unix:///run/docker.sock"}' }, /node-maint:dockerExec.containers: is missing: a map of node name to container name/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
