@@ -112,7 +112,7 @@ try {
   const paged = medians(listing());
   const whole = medians(listing('--chunk-size', '0'));
   console.log(`cluster: ${pods} pods on ${NODES} API-only nodes and the bed's own; a cluster-wide pod list is ${mib(listBytes)} MiB of JSON`);
-  console.log(`node-maint audit-node ${node.name} (verdict ${report.verdict}): median ${seconds(ours.ms)} s [${ours.times}], peak RSS ${ours.rssMiB.toFixed(0)} MiB, ${report.api.requests} API requests, ${mib(report.api.bytesRead)} MiB read from the API`);
+  console.log(`node-maint audit-node ${node.name} (verdict ${report.verdict}): median ${seconds(ours.ms)} s [${ours.times}], peak RSS ${ours.rssMiB.toFixed(0)} MiB, ${report.api.requests} API requests, ${(report.api.bytesRead / 1024).toFixed(0)} KiB read from the API`);
   console.log(`kubectl get pods -A -o json (pages of 500):  median ${seconds(paged.ms)} s [${paged.times}], peak RSS ${paged.rssMiB.toFixed(0)} MiB`);
   console.log(`kubectl get pods -A -o json, one answer:     median ${seconds(whole.ms)} s [${whole.times}], peak RSS ${whole.rssMiB.toFixed(0)} MiB (how this tool listed pods before it paged)`);
   console.log(`ratio kubectl paged / node-maint audit: ${(paged.ms / ours.ms).toFixed(1)}x time, ${(paged.rssMiB / ours.rssMiB).toFixed(1)}x memory`);

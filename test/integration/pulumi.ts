@@ -30,7 +30,7 @@ export async function newStack(name: string): Promise<PulumiStack> {
     PULUMI_SKIP_UPDATE_CHECK: 'true',
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
   };
-  // @pulumi/kubernetes's plugin as `pulumi plugin install --file` would put it, linked rather than copied (300 MB).
+  // @pulumi/kubernetes's plugin as `pulumi plugin install --file` would put it, linked rather than copied (167 MB).
   const { plugin, version } = bed().pulumiKubernetes;
   const pluginDir = join(dir, 'home', 'plugins', `resource-kubernetes-v${version}`);
   mkdirSync(pluginDir, { recursive: true });
