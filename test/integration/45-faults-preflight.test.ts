@@ -68,7 +68,9 @@ describe('preflight, before anything changes', () => {
   it.concurrent('PodDisruptionBudgets are checked again when a killed run resumes: a new budget that blocks rolls it back (uncordoned)', onNode(async (t) => {
     await apply([pinned(t, 'guarded', 5)]);
     await runningOn('guarded');
-    await upgradeKilledAt(t, bed().containerd.new, stepLine('drain'));
+    // Killed while its before-drain hook sleeps: cordoned, the drain begun, nothing evicted. (Killed at the drain's own
+    // line, the kill landed before or after the drain was journaled, and the rollback listed it or not.)
+    await upgradeKilledAt(t, bed().containerd.new, 'hook --hook-before-drain', ['--hook-before-drain', 'local:sleep 20']);
     expect(await schedulable(t)).toBe(false);
     await apply([{ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'guarded', namespace: ns.name, labels: { 'node-maint-test': t.name } }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'guarded' } } } }]);
     const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
@@ -76,7 +78,8 @@ describe('preflight, before anything changes', () => {
     const r = report(again);
     expect(r.error.code).toBe('blockedByBudget');
     expect(r.error.message).toContain(`${ns.name}/guarded`);
-    expect(r.rollback.map((x: any) => x.step)).toEqual(['cordon']);
+    // The killed run's drain had begun (its hook runs inside it): undone with nothing to undo, then the uncordon.
+    expect(r.rollback.map((x: any) => x.step)).toEqual(['drain', 'cordon']);
     await expectServing(t, bed().containerd.old);
   }));
 
