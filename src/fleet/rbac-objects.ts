@@ -17,8 +17,8 @@ interface KubeObject {
  * ServiceAccount, the Leases' and smoke pods' Role) go there, and every other object (the ClusterRole, the node
  * Events' Role in default, their bindings) is named for it, so that two fleets never rebind each other's.
  */
-export function rbacObjects(leaseNamespace: string, text = readFileSync(new URL('../../runbooks/rbac.yaml', import.meta.url), 'utf8')): KubeObject[] {
-  const objects = loadAll(text) as KubeObject[];
+export function rbacObjects(leaseNamespace: string): KubeObject[] {
+  const objects = loadAll(readFileSync(new URL('../../runbooks/rbac.yaml', import.meta.url), 'utf8')) as KubeObject[];
   if (leaseNamespace === 'kube-system') return objects;
   const named = (name: string) => `${name}-${leaseNamespace}`;
   const key = (kind: string, namespace: string | undefined, name: string) => `${kind}/${namespace ?? ''}/${name}`;

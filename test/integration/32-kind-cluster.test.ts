@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
+import { applyObjects, auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
 import { FAULTS_DIR, stepLine } from './faults.js';
 
 // The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on
@@ -46,10 +46,8 @@ async function resetWorker(node: string): Promise<void> {
  * since boot (/run is tmpfs): the neighbour gives the node a live sandbox.
  */
 async function withNeighbour(node: string, fn: () => Promise<void>): Promise<void> {
-  const dir = mkdtempSync('/tmp/node-maint-neighbour-');
-  const manifest = join(dir, 'neighbour.json');
   const labels = { app: 'neighbour' };
-  writeFileSync(manifest, JSON.stringify({
+  await applyObjects([{
     apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'neighbour', namespace: 'demo' },
     spec: {
       selector: { matchLabels: labels },
@@ -62,8 +60,7 @@ async function withNeighbour(node: string, fn: () => Promise<void>): Promise<voi
         },
       },
     },
-  }));
-  await kindKubectl('apply', '-f', manifest).finally(() => rmSync(dir, { recursive: true }));
+  }], kindKubectl);
   try {
     await waitFor(async () => JSON.parse(await kindKubectl('-n', 'demo', 'get', 'pods', '-l', 'app=neighbour', '-o', 'json')).items.some((p: any) => p.status.podIP && p.status.phase === 'Running'), 60_000, 'the neighbour pod to get an IP');
     await fn();

@@ -181,11 +181,11 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
 export const auditNode = (args: string[], options?: Parameters<typeof runCli>[2]) => runCli('runbooks/audit-node.mjs', args, options);
 
 /** Applies objects given as plain values (kubectl apply of a List). */
-export async function applyObjects(objects: unknown[]): Promise<string> {
+export async function applyObjects(objects: unknown[], run: (...args: string[]) => Promise<string> = kubectl): Promise<string> {
   const file = join(mkdtempSync(join(tmpdir(), 'node-maint-apply-')), 'objects.json');
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   try {
-    return await kubectl('apply', '-f', file);
+    return await run('apply', '-f', file);
   } finally {
     rmSync(dirname(file), { recursive: true, force: true });
   }

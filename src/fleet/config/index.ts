@@ -140,8 +140,9 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     if (get(k) !== undefined && typeof get(k) !== 'string') throw new ConfigError(k, 'must be a string');
   }
   // A namespace name, never text: it goes into the RBAC manifest the stack applies.
+  const leaseNamespace = (get('leaseNamespace') as string | undefined) ?? 'kube-system';
   try {
-    validateLeaseNamespace((get('leaseNamespace') as string | undefined) ?? 'kube-system');
+    validateLeaseNamespace(leaseNamespace);
   } catch (e) {
     throw new ConfigError('leaseNamespace', (e as Error).message);
   }
@@ -156,7 +157,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     sshKey: sshKey as string | undefined,
     dockerExec: dockerRaw ? { dockerHost: dockerRaw.dockerHost as string | undefined, containers: stringMap('dockerExec.containers', dockerRaw.containers) } : undefined,
     drain,
-    leaseNamespace: (get('leaseNamespace') as string | undefined) ?? 'kube-system',
+    leaseNamespace,
     ...flags,
     maintenanceWindow: maintenanceWindow(get('maintenanceWindow')),
     order: fleetOrder(get('order')),
