@@ -109,8 +109,14 @@ export class Cluster {
    */
   async asServiceAccount(namespace: string, name: string, seconds: number): Promise<Cluster> {
     const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`;
-    const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } });
-    if (!answer.status?.token) throw new RunbookError('usage', `the API server gave no token for the ServiceAccount ${namespace}/${name}`);
+    const account = `the ServiceAccount ${namespace}/${name}`;
+    const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } }).catch((error: unknown) => {
+      // Refused before the runbook starts: the node is untouched, and the operator is told which right to grant.
+      if (error instanceof ApiError && error.status === 403) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}); nothing was changed`, { cause: error });
+      if (isNotFound(error)) throw new RunbookError('preflight', `${account} does not exist (createRbac makes it with the stack's RBAC); nothing was changed`, { cause: error });
+      throw error;
+    });
+    if (!answer.status?.token) throw new RunbookError('usage', `the API server gave no token for ${account}`);
     const { KubeConfig } = await import('./client-node.js');
     const kc = new KubeConfig();
     const server = this.kc.getCurrentCluster()!;

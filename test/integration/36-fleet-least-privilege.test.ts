@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { loadAll } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectl, kubectlJson } from './bed.js';
+import { applyObjects, bed, kubectl, kubectlJson, serviceAccountKubeconfig } from './bed.js';
 import { useNamespace, useNodes } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
@@ -11,6 +11,7 @@ const [t] = useNodes('any');
 const ns = useNamespace();
 const shippedRules = (kind: string) => (loadAll(readFileSync('runbooks/rbac.yaml', 'utf8')) as any[]).find((o) => o.kind === kind && o.metadata.name === 'node-maint').rules;
 const ours = () => [`clusterrole/node-maint-${ns.name}`, `clusterrolebinding/node-maint-${ns.name}`];
+const deployer = `node-maint-deployer-${ns.name}`;
 
 describe('the fleet stack\'s least privilege (createRbac)', () => {
   let stack: PulumiStack;
@@ -24,7 +25,7 @@ describe('the fleet stack\'s least privilege (createRbac)', () => {
 
   afterAll(async () => {
     // A failed case may leave them; destroy (the last case) removes them otherwise.
-    await kubectl('delete', ...ours(), '--ignore-not-found');
+    await kubectl('delete', ...ours(), `clusterrole/${deployer}`, `clusterrolebinding/${deployer}`, '--ignore-not-found');
     await kubectl('-n', 'default', 'delete', `role/node-maint-events-${ns.name}`, `rolebinding/node-maint-events-${ns.name}`, '--ignore-not-found');
   });
 
@@ -50,6 +51,30 @@ describe('the fleet stack\'s least privilege (createRbac)', () => {
     expect(up.stdout + up.stderr).toContain(`the kubeconfig's user ${ns.name}:node-maint lacks 1 permission(s) the run needs: create pods/eviction; nothing was changed`);
     expect(await containerdOn(t)).toBe(bed().containerd.new);
     expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+  });
+
+  it('a stack whose credentials may not ask the ServiceAccount\'s token stops before any change, naming the right to grant', async () => {
+    // The deployer holds every right the run and the stack's RBAC take, but not create serviceaccounts/token. The
+    // stack's kubernetes provider keeps the credentials of its last up in the state: destroy (next case) runs with them.
+    await applyObjects([
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'deployer', namespace: ns.name } },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: deployer }, rules: [
+        ...shippedRules('ClusterRole'), ...shippedRules('Role'),
+        { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings', 'roles', 'rolebindings'], verbs: ['*'] },
+        { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['*'] },
+      ] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: deployer }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: deployer }, subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: ns.name }] },
+    ]);
+    try {
+      await stack.set('kubeconfig', (await serviceAccountKubeconfig(ns.name, 'deployer')).kubeconfig);
+      const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+      expect(up.code).not.toBe(0);
+      expect(up.stdout + up.stderr).toContain(`the kubeconfig's user ${ns.name}:deployer may not ask a token for the ServiceAccount ${ns.name}/node-maint (create serviceaccounts/token in ${ns.name}); nothing was changed`);
+      expect(await containerdOn(t)).toBe(bed().containerd.new);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+    } finally {
+      await stack.set('kubeconfig', bed().kubeconfig);
+    }
   });
 
   it('pulumi destroy removes the objects it made and leaves the node as it is', async () => {
