@@ -3,9 +3,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The same order on every machine (vitest's default puts failed and slow files first from its cache): unit files by
- * name, then integration files largest first (the size of a file is a fair guess at how long it waits), so the long
- * ones start while the short ones fill the gaps.
+ * The same order on every machine (vitest's default puts failed and slow files first from its cache): integration files
+ * largest first (the size of a file is a fair guess at how long it waits), so the long ones start while the short ones
+ * fill the gaps, then the unit files by name, in the last integration files' waits.
  */
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
