@@ -35,6 +35,7 @@ export class ApiError extends Error {
 
 export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
 export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 409;
+export const isForbidden = (e: unknown) => e instanceof ApiError && e.status === 403;
 
 export const isThrottled = (e: unknown) => e instanceof ApiError && e.throttled;
 
@@ -112,7 +113,7 @@ export class Cluster {
     const account = `the ServiceAccount ${namespace}/${name}`;
     const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } }).catch((error: unknown) => {
       // Refused before the runbook starts: the node is untouched, and the operator is told which right to grant.
-      if (error instanceof ApiError && error.status === 403) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}); nothing was changed`, { cause: error });
+      if (isForbidden(error)) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}); nothing was changed`, { cause: error });
       if (isNotFound(error)) throw new RunbookError('preflight', `${account} does not exist (createRbac makes it with the stack's RBAC); nothing was changed`, { cause: error });
       throw error;
     });

@@ -54,8 +54,7 @@ describe('the fleet stack\'s least privilege (createRbac)', () => {
   });
 
   it('a stack whose credentials may not ask the ServiceAccount\'s token stops before any change, naming the right to grant', async () => {
-    // The deployer holds every right the run and the stack's RBAC take, but not create serviceaccounts/token. The
-    // stack's kubernetes provider keeps the credentials of its last up in the state: destroy (next case) runs with them.
+    // The deployer holds every right the run and the stack's RBAC take, but not create serviceaccounts/token.
     await applyObjects([
       { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'deployer', namespace: ns.name } },
       { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: deployer }, rules: [
@@ -75,6 +74,15 @@ describe('the fleet stack\'s least privilege (createRbac)', () => {
     } finally {
       await stack.set('kubeconfig', bed().kubeconfig);
     }
+  });
+
+  it('with its ServiceAccount deleted by hand, the next up stops before any change, naming it', async () => {
+    await kubectl('-n', ns.name, 'delete', 'serviceaccount', 'node-maint');
+    const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    expect(up.code).not.toBe(0);
+    expect(up.stdout + up.stderr).toContain(`the ServiceAccount ${ns.name}/node-maint does not exist (createRbac makes it with the stack's RBAC); nothing was changed`);
+    expect(await containerdOn(t)).toBe(bed().containerd.new);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
   });
 
   it('pulumi destroy removes the objects it made and leaves the node as it is', async () => {
