@@ -18,6 +18,7 @@ export const ExitCode = {
   couldNotAudit: 15,
   leaseLost: 16,
   timeout: 17,
+  stopped: 18,
 } as const;
 export type ExitCodeName = keyof typeof ExitCode;
 
@@ -41,6 +42,7 @@ export const EXIT_CODE_MEANINGS: Record<ExitCodeName, string> = {
   couldNotAudit: 'the leak audit could not look (runtime not answering, API read failed): never reported as clean',
   leaseLost: 'the node\'s Lease was taken by another run: this run stopped changing the node at once',
   timeout: 'a command on the node timed out (and was stopped there)',
+  stopped: 'stopped by the operator (SIGINT, SIGTERM, SIGHUP; a cancelled `pulumi up`, or its `pulumi` gone) at a safe point: nothing new was started, the runtime was not left stopped by the stop, the Lease is free; the report says the node\'s state; the same command continues, --rollback undoes',
 };
 
 /** The exit codes as help text: "  0  done, ..." lines. */

@@ -1,4 +1,5 @@
 import pRetry, { AbortError } from 'p-retry';
+import { stoppedError } from './runbook/stop.js';
 
 /** Not yet: the condition is still false; its message says what was seen. */
 class NotYet extends Error {}
@@ -8,11 +9,13 @@ export interface WaitOptions {
   intervalMs?: number;
   /** Called when what is seen changes, for progress lines. */
   onChange?: (seen: string) => void;
+  /** An operator's stop: the wait gives up at once with a `stopped` error. */
+  signal?: AbortSignal;
 }
 
 /**
  * Polls until `check` returns true, through p-retry: a string return means "not yet" and says what was seen; a
- * thrown error ends the wait at once. Times out with the last thing seen.
+ * thrown error ends the wait at once, and so does a stop. Times out with the last thing seen.
  */
 export async function waitUntil(what: string, check: () => Promise<true | string>, options: WaitOptions): Promise<void> {
   let last = '';
@@ -30,9 +33,10 @@ export async function waitUntil(what: string, check: () => Promise<true | string
         last = result;
         throw new NotYet(result);
       },
-      { retries: Number.POSITIVE_INFINITY, factor: 1, minTimeout: options.intervalMs ?? 1_000, maxRetryTime: options.timeoutMs, shouldRetry: ({ error }) => error instanceof NotYet },
+      { retries: Number.POSITIVE_INFINITY, factor: 1, minTimeout: options.intervalMs ?? 1_000, maxRetryTime: options.timeoutMs, shouldRetry: ({ error }) => error instanceof NotYet, signal: options.signal },
     );
   } catch (e) {
+    if (options.signal?.aborted) throw stoppedError(options.signal, `it gave up waiting for ${what}`);
     if (e instanceof NotYet) throw new Error(`timed out after ${Math.round(options.timeoutMs / 1000)}s waiting for ${what}${last ? `: ${last}` : ''}`);
     throw e;
   }

@@ -8,6 +8,7 @@ import { parseDuration, parseInteger } from './duration.js';
 import { exitCodeLines, usageError } from '../errors.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
+import { stopOnSignals } from './signals.js';
 import { connectNode } from './node-access.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
@@ -111,6 +112,7 @@ function parseProof(value: unknown): ProofLevel {
 
 export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
+  const stopping = stopOnSignals((line) => io.stderr(`${line}\n`));
   try {
     return await runCommand(argv, io, { options: UPGRADE_OPTIONS, help: UPGRADE_HELP }, async (values, positionals, json) => {
       const seconds = (flag: string, fallback: number) => (values[flag] ? parseDuration(String(values[flag]), `--${flag}`) : fallback);
@@ -146,12 +148,13 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`));
       transport = access.transport;
       const progress = (l: string) => io.stderr(`${l}\n`);
-      const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress) });
+      const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress), stop: stopping.signal });
       if (textfileDir) await publishRunMetrics({ cluster: access.cluster, transport, report, dir: textfileDir, log: progress });
       io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
       return report.exitCode;
     });
   } finally {
+    stopping.dispose();
     await transport?.close();
   }
 }

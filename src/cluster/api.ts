@@ -2,6 +2,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import pRetry from 'p-retry';
 import { RunbookError } from '../errors.js';
+import { stoppedError } from '../runbook/stop.js';
 import { closedUnderUs, keepAlive } from './keep-alive.js';
 
 type KubeConfig = import('./client-node.js').KubeConfig;
@@ -58,8 +59,10 @@ export interface RequestOptionsEx {
 }
 
 interface Hooks {
-  /** Runs before every write: the runbook's Lease fence. */
+  /** Runs before every write, each retry included: the runbook's Lease fence. */
   beforeWrite?: () => Promise<void>;
+  /** An operator's stop: retries through an outage give up at once. */
+  signal?: AbortSignal;
   onRetry?: (message: string) => void;
   /** Overrides the connection's outage tolerance (the run's --outage-tolerance). */
   outageToleranceMs?: number;
@@ -146,8 +149,11 @@ export class Cluster {
   }
 
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', options: RequestOptionsEx = {}): Promise<T> {
-    if (method !== 'GET') await this.hooks.beforeWrite?.();
-    const once = () => this.send<T>(method, path, body, contentType, options.timeoutMs ?? this.timeoutMs);
+    // Every try of a write asks the fence again: a write retried through an outage never lands for a run that lost its Lease meanwhile.
+    const once = async () => {
+      if (method !== 'GET') await this.hooks.beforeWrite?.();
+      return this.send<T>(method, path, body, contentType, options.timeoutMs ?? this.timeoutMs);
+    };
     if (options.retry === false) return once();
     const started = Date.now();
     const left = () => this.toleranceMs - (Date.now() - started);
@@ -171,10 +177,14 @@ export class Cluster {
       minTimeout: 1_000,
       maxTimeout: 5_000,
       maxRetryTime: this.toleranceMs,
+      signal: this.hooks.signal,
       shouldRetry: ({ error }) => isTransient(error),
       onFailedAttempt: ({ error, attemptNumber }) => {
         if (isTransient(error) && !isThrottled(error) && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
       },
+    }).catch((error: unknown) => {
+      if (this.hooks.signal?.aborted) throw stoppedError(this.hooks.signal, `it gave up on ${where}`);
+      throw error;
     });
   }
 

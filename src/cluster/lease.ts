@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { isNotFound, type Cluster } from './api.js';
 import type { Lease } from './types.js';
@@ -50,16 +50,34 @@ export function machineIdentity(): string {
   return `${hostname()}@unknown`;
 }
 
-/** Who we are: machine and process, with the process's start time so a reused PID is never taken for us. */
-export function holderIdentity(pid = process.pid): string {
-  return `node-maint/${machineIdentity()}/${pid}/${processStartTicks(pid) ?? 'unknown'}`;
+/**
+ * This process's PID namespace (the inode of /proc/self/ns/pid): two containers that share the host's network and a
+ * bind-mounted machine id are still told apart by it, and a PID means something only inside its own namespace.
+ */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
-/** A holder string of a process of this very machine: its pid and start time, else undefined. */
+/**
+ * Who we are: machine, PID namespace and process, with the process's start time so a reused PID is never taken for us:
+ * `node-maint/HOST@MACHINEID/PID/START@PIDNS`.
+ */
+export function holderIdentity(pid = process.pid): string {
+  return `node-maint/${machineIdentity()}/${pid}/${processStartTicks(pid) ?? 'unknown'}@${pidNamespace()}`;
+}
+
+/**
+ * A holder string of a process this one can see: of this machine and of this PID namespace, with its pid and start
+ * time; else undefined (another machine, another PID namespace, or an older holder string that names none: cannot tell).
+ */
 function localHolder(holder: string): { pid: number; ticks: string } | undefined {
-  const m = /^node-maint\/([^/]+)\/(\d+)\/(\S+)$/.exec(holder);
+  const m = /^node-maint\/([^/]+)\/(\d+)\/([^@\s]+)@(\d+)$/.exec(holder);
   const machine = machineIdentity();
-  if (!m || m[1] !== machine || machine.endsWith('@unknown') || m[3] === 'unknown') return undefined;
+  if (!m || m[1] !== machine || machine.endsWith('@unknown') || m[3] === 'unknown' || m[4] !== pidNamespace()) return undefined;
   return { pid: Number(m[2]), ticks: m[3]! };
 }
 
@@ -94,12 +112,6 @@ export function isDeadLocalHolder(holder: string): boolean {
   return ticks !== local.ticks;
 }
 
-/** A live process of this machine holds it: no need to watch the record to know it is alive. */
-export function isLiveLocalHolder(holder: string): boolean {
-  const local = localHolder(holder);
-  return !!local && local.pid !== process.pid && processStartTicks(local.pid) === local.ticks;
-}
-
 /** What identifies one state of the holder's record: any renewal changes it. */
 export const leaseRecord = (lease: Lease | undefined) => (lease ? `${lease.spec.holderIdentity ?? ''}|${lease.spec.renewTime ?? ''}|${lease.metadata.resourceVersion ?? ''}` : 'none');
 
@@ -120,8 +132,9 @@ export function judgeHolder(
   const holder = lease?.spec.holderIdentity;
   if (!lease || !holder) return 'free';
   if (holder === me) return 'ours';
+  // A run of ours whose process is gone has abandoned it; one whose process lives is judged by its record as any other
+  // holder: a stuck process (a provider orphaned by its `pulumi`) is taken over, and fenced out at its next renewal.
   if (isDeadLocalHolder(holder)) return 'abandoned';
-  if (isLiveLocalHolder(holder)) return 'alive';
   // The holder's own duration counts, as in client-go; one longer than a run waits (an operator fencing the node by
   // hand) is not waited out.
   const declared = lease.spec.leaseDurationSeconds ?? durationSeconds;

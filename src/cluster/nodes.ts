@@ -1,5 +1,5 @@
 import { RunbookError } from '../errors.js';
-import { isNotFound, type Cluster } from './api.js';
+import { isConflict, isNotFound, type Cluster } from './api.js';
 import type { Node, Pod } from './types.js';
 
 export async function getNode(cluster: Cluster, name: string): Promise<Node> {
@@ -30,9 +30,23 @@ export function podCidr(node: Node): string | undefined {
   return node.spec.podCIDR || node.spec.podCIDRs?.[0];
 }
 
-/** Sets spec.unschedulable; a merge patch, so nothing else of the node is touched. */
+/**
+ * Sets spec.unschedulable by a merge patch (nothing else of the node is touched), conditional on the resourceVersion
+ * read just before it: a patch decided on a stale view, or held up in the network past a Lease takeover after which the
+ * node changed, is refused (409) and decided again on a fresh read, behind the fence again. Returns the node as it is.
+ */
 export async function setUnschedulable(cluster: Cluster, name: string, unschedulable: boolean): Promise<Node> {
-  return cluster.mergePatch<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`, { spec: { unschedulable: unschedulable ? true : null } });
+  for (let attempt = 1; ; attempt++) {
+    const node = await getNode(cluster, name);
+    if ((node.spec.unschedulable === true) === unschedulable) return node;
+    try {
+      const patch = { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { unschedulable: unschedulable ? true : null } };
+      return await cluster.mergePatch<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`, patch);
+    } catch (e) {
+      // kubelet's status updates change the resourceVersion too: a few conflicts are normal.
+      if (!isConflict(e) || attempt >= 5) throw e;
+    }
+  }
 }
 
 const CONTROL_PLANE_LABELS = ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master'];

@@ -1,6 +1,6 @@
 import { Cluster } from '../cluster/api.js';
-import { JOURNAL_ANNOTATION, readLease } from '../cluster/lease.js';
-import { isUnfinished, parseJournal } from '../runbook/journal.js';
+import { readLease } from '../cluster/lease.js';
+import { describeUnfinished, journalOf } from '../runbook/journal.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
 import { readInstalledVersions } from '../node/packages/index.js';
 import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
@@ -75,7 +75,7 @@ async function withTransport<T>(connection: NodeConnection, sshKey: string | und
   }
 }
 
-export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport> {
+export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {
   const stack = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   const { runAs } = inputs;
   const cluster = runAs ? await stack.asServiceAccount(runAs.namespace, runAs.name, runAs.seconds) : stack;
@@ -86,6 +86,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),
+      stop,
     }).then(async (report) => {
       if (inputs.textfileDir) await publishRunMetrics({ cluster, transport, report, dir: inputs.textfileDir, log: (line) => log(`[${inputs.node}] ${line}`) });
       return report;
@@ -94,25 +95,23 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
 }
 
 /** Before the node starts: waits while a matching alert fires (up to its bound), then records what "back" means. */
-export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void, options: { alerts: boolean; maintaining?: string[] } = { alerts: true }): Promise<NodeBefore> {
+export async function beforeFleetNode(inputs: NodeUpgradeInputs, log: (line: string) => void, options: { alerts: boolean; maintaining?: string[]; signal?: AbortSignal } = { alerts: true }): Promise<NodeBefore> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   const gates = inputs.gates ?? DEFAULT_GATES;
-  if (options.alerts) await waitForNoAlerts({ cluster, node: inputs.node, gates, log, maintaining: options.maintaining });
+  if (options.alerts) await waitForNoAlerts({ cluster, node: inputs.node, gates, log, maintaining: options.maintaining, signal: options.signal });
   return observeBefore(cluster, inputs.node);
 }
 
 /** "run R (running)" when the node's Lease carries a run that neither finished nor finished rolling back, else undefined. */
 export async function unfinishedRun(inputs: NodeUpgradeInputs): Promise<string | undefined> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
-  const lease = await readLease(cluster, inputs.leaseNamespace, inputs.node);
-  const journal = parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
-  return isUnfinished(journal) ? `run ${journal.runId}, ${journal.status}` : undefined;
+  return describeUnfinished(journalOf(await readLease(cluster, inputs.leaseNamespace, inputs.node)));
 }
 
 /** After the node's run: it and its workloads back, then the soak; throws (the fleet stops) when time is up. */
-export async function afterFleetNode(inputs: NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void> {
+export async function afterFleetNode(inputs: NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
-  await waitUntilBack({ cluster, node: inputs.node, gates: inputs.gates ?? DEFAULT_GATES, log }, before, inputs.soakSeconds ?? 0);
+  await waitUntilBack({ cluster, node: inputs.node, gates: inputs.gates ?? DEFAULT_GATES, log, signal }, before, inputs.soakSeconds ?? 0);
 }
 
 /** The node's end, to the webhook (if any); never throws. */

@@ -5,6 +5,8 @@ import { FleetRuns } from './fleet-run.js';
 import { nodeFailure, postMessage, type FleetMessage, type LaterNodes, type NodeOutcome } from './notify.js';
 import type { RunReport } from '../runbook/report.js';
 import { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
+import { providerProcess } from './provider-process.js';
+import { NEVER_STOPPED, stopReason } from '../runbook/stop.js';
 
 // What the dynamic provider does, loaded in the provider's process (provider.ts is the serialized shim that loads it):
 // check and diff are pure, so `pulumi preview` changes nothing; diff looks only at the node, its targets and its
@@ -18,16 +20,18 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
   webhook?: string;
   /** The nodes of the waves after this node's, named in the fleet's failure if this wave fails. */
   later?: LaterNodes;
+  /** The unfinished run a killed `pulumi up` left on the node ("run R, running"): it is a change, whatever the versions. */
+  unfinished?: string;
 };
 
 /** The side effects of a node's run, one seam for tests. */
 export interface NodeRunDeps {
   fleetHolds(inputs: fleet.NodeUpgradeInputs, now: Date): Promise<string[]>;
-  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean; maintaining?: string[] }): Promise<NodeBefore>;
+  beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean; maintaining?: string[]; signal?: AbortSignal }): Promise<NodeBefore>;
   unfinishedRun(inputs: fleet.NodeUpgradeInputs): Promise<string | undefined>;
-  upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void): Promise<RunReport>;
+  upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport>;
   markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
-  afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void): Promise<void>;
+  afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
   notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
 }
@@ -35,9 +39,17 @@ export interface NodeRunDeps {
 const REAL: NodeRunDeps = { ...fleet, notifyFleet: postMessage };
 const FLEET_RUNS = new FleetRuns();
 
+export interface RunNodeOptions {
+  deps?: NodeRunDeps;
+  log?: (line: string) => void;
+  runs?: FleetRuns;
+  /** The provider process's stop (a cancelled `pulumi up`, its `pulumi` gone): no node starts after it, one under way stops. */
+  stop?: AbortSignal;
+}
+
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
-export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, log: (line: string) => void = (line) => console.error(line), runs: FleetRuns = FLEET_RUNS) {
-  const { sshKey, observed, webhook, later, ...rest } = inputs;
+export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line) => console.error(line), runs = FLEET_RUNS, stop: cancel = NEVER_STOPPED }: RunNodeOptions = {}) {
+  const { sshKey, observed, webhook, later, unfinished: _, ...rest } = inputs;
   void observed;
   const fleetName = rest.fleet ?? 'fleet';
   runs.started(fleetName, inputs.node);
@@ -53,6 +65,9 @@ export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, 
     await tell(outcome);
     throw new Error(nodeFailure({ node: inputs.node, ...outcome }));
   };
+  // Whatever a gate failed with once the fleet was cancelled, the node did not start because of the cancel.
+  const notStarted = (e: Error) => stop({ result: 'not-started', error: cancel.aborted ? `cancelled by ${stopReason(cancel)}` : e.message });
+  if (cancel.aborted) await notStarted(new Error('cancelled'));
   // A node a killed `pulumi up` left half-done is out of service already (cordoned, maybe its runtime stopped): it is
   // finished first, whatever the window, the pause and the alerts say (an alert may well be about this very node).
   const unfinished = await deps.unfinishedRun(rest).catch((e: Error) => stop({ result: 'not-started', error: `could not read the node's Lease: ${e.message}` }));
@@ -65,10 +80,11 @@ export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, 
     if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
   }
   const maintaining = runs.running(fleetName).filter((n) => n !== inputs.node);
-  const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished, maintaining }).catch((e: Error) => stop({ result: 'not-started', error: e.message }));
+  const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished, maintaining, signal: cancel }).catch(notStarted);
+  if (cancel.aborted) await notStarted(new Error('cancelled'));
   const started = Date.now();
   // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
-  const report = await deps.upgradeFleetNode(rest, sshKey, log).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));
+  const report = await deps.upgradeFleetNode(rest, sshKey, log, cancel).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));
   // An undrainable node, left as it was, is passed by when the operator said so; every other failure stops the fleet.
   const undrainable = report.exitCode !== 0 && inputs.undrainable === 'skip' ? undrainableReason(report) : undefined;
   if (undrainable !== undefined) {
@@ -79,7 +95,9 @@ export async function runNode(inputs: ProviderInputs, deps: NodeRunDeps = REAL, 
     await stop({ result: report.result, error: `${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, exitCode: report.exitCode, runId: report.runId });
   }
   // Whatever the run did to the node, the next wave waits until it and its workloads are back.
-  await deps.afterFleetNode(rest, before, log).catch((e: Error) => stop({ result: 'gate-failed', error: e.message, runId: report.runId }));
+  await deps.afterFleetNode(rest, before, log, cancel).catch((e: Error) =>
+    stop({ result: 'gate-failed', error: cancel.aborted ? `${report.result}, then cancelled by ${stopReason(cancel)} before it and its workloads were seen back` : e.message, runId: report.runId }),
+  );
   const outs = {
     node: inputs.node,
     targets: inputs.targets,
@@ -109,14 +127,20 @@ export async function diff(_id: string, olds: ProviderInputs, news: ProviderInpu
   const replaces = olds.node === news.node ? [] : ['node'];
   // The program refuses a node it cannot read; a node without observed versions is never taken as done from the
   // state (that said "unchanged" for a node nobody had looked at): it runs, and its runbook reads it for real.
-  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets);
+  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets) || news.unfinished !== undefined;
   return { changes, replaces, deleteBeforeReplace: true };
 }
 
+/** A node's run in the provider's process: stopped by a cancelled `pulumi up`, and by the end of its `pulumi`. */
+function runInProvider(inputs: ProviderInputs) {
+  const provider = providerProcess();
+  return provider.track(runNode(inputs, { log: provider.log, stop: provider.stop }));
+}
+
 export async function create(inputs: ProviderInputs) {
-  return { id: inputs.node, outs: await runNode(inputs) };
+  return { id: inputs.node, outs: await runInProvider(inputs) };
 }
 
 export async function update(_id: string, _olds: ProviderInputs, news: ProviderInputs) {
-  return { outs: await runNode(news) };
+  return { outs: await runInProvider(news) };
 }

@@ -3,7 +3,9 @@ import { Cluster } from '../cluster/api.js';
 import { isControlPlane } from '../cluster/nodes.js';
 import { listAll } from '../cluster/list.js';
 import { slimPod } from '../cluster/pods.js';
-import type { Node, Pod } from '../cluster/types.js';
+import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
+import type { Lease, Node, Pod } from '../cluster/types.js';
+import { describeUnfinished, journalOf } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
 import { observeVersions, type NodeConnection } from './apply.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
@@ -124,6 +126,19 @@ function laterNodes(waves: string[][]): LaterNodes[] {
   });
 }
 
+/** The fleet's nodes whose Lease carries an unfinished run ("run R, running"), from one list of the runbook's Leases. */
+async function unfinishedRuns(cluster: Cluster, namespace: string, names: string[]): Promise<Map<string, string>> {
+  const leases = await listAll<Lease>(cluster, `${leasePath(namespace)}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=node-maint')}`);
+  const wanted = new Set(names);
+  return new Map(
+    leases.flatMap((l) => {
+      const node = l.metadata.name.slice(LEASE_PREFIX.length);
+      const run = describeUnfinished(journalOf(l));
+      return l.metadata.name.startsWith(LEASE_PREFIX) && wanted.has(node) && run ? [[node, run] as const] : [];
+    }),
+  );
+}
+
 const atTargets = (seen: Record<string, string> | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen[p] === v);
 
 export default async function program() {
@@ -148,12 +163,18 @@ export default async function program() {
     throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);
   }
   const names = nodes.map((n) => n.metadata.name);
+  // Nodes a stopped or killed `pulumi up` left half-done are out of service already: finished first, in a wave of
+  // their own, before any other node and whatever their place in the order (their own runs skip the gates).
+  const unfinished = await unfinishedRuns(cluster, config.leaseNamespace, names);
   const ordered = orderFleet({ names, order: config.order, pods: podsPerNode(pods) }).map((n) => names.indexOf(n));
-  const waves = planFleetWaves(ordered.filter((i) => !controlPlane.has(names[i]!)), ordered.filter((i) => controlPlane.has(names[i]!)), config.maxUnavailable);
+  const resumed = ordered.filter((i) => unfinished.has(names[i]!));
+  const rest = ordered.filter((i) => !unfinished.has(names[i]!));
+  const waves = [...(resumed.length > 0 ? [resumed] : []), ...planFleetWaves(rest.filter((i) => !controlPlane.has(names[i]!)), rest.filter((i) => controlPlane.has(names[i]!)), config.maxUnavailable)];
+  for (const [n, run] of unfinished) pulumi.log.info(`${n}: a stopped or killed \`pulumi up\` left ${run} on it: finished first, before any other node`);
   pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
-  const changing = nodes.filter((_, i) => !atTargets(observed[i]!, config.targets)).map((n) => n.metadata.name);
+  const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
@@ -196,6 +217,7 @@ export default async function program() {
           ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
           ...(runAs ? { runAs } : {}),
           ...(typeof seen === 'object' ? { observed: seen } : {}),
+          ...(unfinished.has(name) ? { unfinished: unfinished.get(name)! } : {}),
           ...(sshKey ? { sshKey } : {}),
           ...(config.webhook ? { webhook: pulumi.secret(config.webhook) } : {}),
         },

@@ -10,6 +10,8 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   webhook?: pulumi.Input<string>;
   /** The nodes of later waves, named in the fleet's failure. */
   later?: LaterNodes;
+  /** An unfinished run a stopped or killed `pulumi up` left on the node: finished first. */
+  unfinished?: string;
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.

@@ -22,6 +22,8 @@ export interface LiveAuditInput {
   state?: NodeState;
   /** The run's --skip-wait-for-delete-timeout (the audit's stuck-Terminating check honours it). */
   skipWaitForDeleteTimeoutSeconds?: number;
+  /** An operator's stop: a settling audit gives up between its reads. */
+  signal?: AbortSignal;
 }
 
 type Read<T> = { value: T; error?: undefined } | { value?: undefined; error: string };
@@ -75,7 +77,7 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
 export async function settledLiveAudit(input: LiveAuditInput, retries = 10, intervalMs = 3_000): Promise<AuditReport> {
   let { report } = await auditLiveNode(input);
   for (let i = 0; i < retries && report.verdict !== 'clean'; i++) {
-    await sleep(intervalMs);
+    await sleep(intervalMs, undefined, { signal: input.signal });
     ({ report } = await auditLiveNode({ ...input, state: undefined }));
   }
   return report;

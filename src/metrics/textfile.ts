@@ -40,6 +40,8 @@ export async function publishRunMetrics({ cluster, transport, report, dir, log }
   if (report.dryRun || report.result === 'lease-lost') return;
   try {
     await writeTextfile(transport, dir, RUN_TEXTFILE, await runMetrics(report));
+    // A stopped run ends promptly: the node is mid-maintenance, and the run that continues it audits it.
+    if (report.result === 'stopped') return log(`metrics written to ${dir}/${RUN_TEXTFILE} (stopped: no audit until the run is continued)`);
     // Settled as the run's own verify is: pods come back to the node just now, and a snapshot can catch one half made.
     const audit = await settledLiveAudit({ cluster, transport, node: report.node });
     await writeTextfile(transport, dir, AUDIT_TEXTFILE, await auditMetrics(audit));

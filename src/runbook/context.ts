@@ -11,6 +11,7 @@ import type { Journal } from './journal.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { RunOptions } from './options.js';
 import type { RunContext } from './step.js';
+import { throwIfStopped } from './stop.js';
 
 export interface ContextInput {
   options: RunOptions;
@@ -22,6 +23,8 @@ export interface ContextInput {
   emit: EventSink;
   /** The step progress lines belong to. */
   currentStep: () => string;
+  /** An operator's stop: no change starts after it (the fence), waits give up. */
+  stop: AbortSignal;
 }
 
 /**
@@ -36,16 +39,25 @@ export function makeContext(input: ContextInput): RunContext {
   // would read the same: it is taken from the last read, which is under a second old. State reads cost the node CPU.
   let readAt = 0;
   let commandSinceRead = true;
-  const fence = () => keeper.fence();
+  const { stop } = input;
+  // Changes wait for the Lease and start no more once a stop was asked; reads (the stop's own report) wait for the Lease only.
+  const leaseFence = () => keeper.fence();
+  const fence = () => {
+    throwIfStopped(stop);
+    return keeper.fence();
+  };
   const progress = (message: string) => emit({ type: 'progress', step: input.currentStep(), message });
-  const transport = new FencedTransport(input.transport, fence, () => (commandSinceRead = true));
-  const reader = new FencedTransport(input.transport, fence);
+  const transport = new FencedTransport(input.transport, fence, { onCommand: () => (commandSinceRead = true), recordFor: options.dryRun ? undefined : journal.runId, stop });
+  const reader = new FencedTransport(input.transport, leaseFence, { stop });
   const unchangedSinceRead = () => cached !== undefined && !commandSinceRead && Date.now() - readAt < 1_000;
   const ctx: RunContext = {
     options,
     runId: journal.runId,
-    cluster: input.cluster.withHooks({ beforeWrite: fence, onRetry: progress }),
+    cluster: input.cluster.withHooks({ beforeWrite: fence, onRetry: progress, signal: stop }),
+    leaseFencedCluster: input.cluster.withHooks({ beforeWrite: leaseFence, onRetry: progress }),
     transport,
+    reader,
+    stop,
     journal,
     resuming: input.resuming,
     planned: {},

@@ -1,3 +1,6 @@
+import { JOURNAL_ANNOTATION } from '../cluster/lease.js';
+import type { Lease } from '../cluster/types.js';
+import { runtimeUnits } from '../node/runtime/flavor.js';
 import type { NetworkMode, RuntimeFlavor } from '../node/state/types.js';
 
 // The run's record: what the node was like before (what rollback restores), which steps acted (written before they
@@ -18,7 +21,7 @@ export interface PriorState {
 }
 
 /** applying: written before the step acts, so a killed run knows the step may have half-changed the node. */
-export type StepStatus = 'applying' | 'done' | 'nothing-to-do' | 'failed' | 'rolled-back' | 'rollback-failed';
+export type StepStatus = 'applying' | 'done' | 'nothing-to-do' | 'failed' | 'stopped' | 'rolled-back' | 'rollback-failed';
 
 export interface StepRecord {
   status: StepStatus;
@@ -49,12 +52,17 @@ export interface Journal {
   /** The .deb files of the prior versions, kept on the node before the install (package to path): what a rollback installs. */
   keptDebs?: Record<string, string>;
   error?: string;
+  /** Where and why the operator stopped the run (it stays unfinished: the same command continues, --rollback undoes). */
+  stopped?: { at: string; by: string; step: string };
 }
 
 export function newJournal(runId: string, node: string, holder: string, targets: Record<string, string>): Journal {
   const now = new Date().toISOString();
   return { version: 2, runId, node, holder, startedAt: now, updatedAt: now, status: 'running', targets, cordonedByUs: false, pointOfNoReturn: false, steps: {}, backups: [] };
 }
+
+/** The journal a node's Lease carries, or undefined (no Lease, no journal, or one this version cannot read). */
+export const journalOf = (lease: Lease | undefined): Journal | undefined => parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
 
 export function parseJournal(text: string | undefined): Journal | undefined {
   if (!text) return undefined;
@@ -68,6 +76,9 @@ export function parseJournal(text: string | undefined): Journal | undefined {
     return undefined;
   }
 }
+
+/** "run R, running" for a run that neither finished nor finished rolling back, else undefined. */
+export const describeUnfinished = (journal: Journal | undefined) => (isUnfinished(journal) ? `run ${journal.runId}, ${journal.status}` : undefined);
 
 /** A run that neither finished nor finished rolling back: the next run continues it. */
 export function isUnfinished(journal: Journal | undefined): journal is Journal {
@@ -87,9 +98,12 @@ export function finishedEarlier(journal: Journal, step: string): boolean {
 
 /** Steps that may have changed the node and are not undone yet, newest first: what a rollback undoes. */
 export function stepsToUndo(journal: Journal, order: readonly string[]): string[] {
-  const acted = new Set<StepStatus>(['applying', 'done', 'failed', 'rollback-failed']);
+  const acted = new Set<StepStatus>(['applying', 'done', 'failed', 'stopped', 'rollback-failed']);
   return [...order].reverse().filter((name) => acted.has(journal.steps[name]?.status as StepStatus));
 }
 
 /** The unit that runs this node's kubelet: the one it ran under before the run, else kubelet.service. */
 export const kubeletUnitOf = (journal: Journal) => journal.prior?.kubeletUnit ?? 'kubelet';
+
+/** The runtime's units the run stops and starts, in start order: those active before it, else the flavor's. */
+export const runtimeUnitsOf = (prior: PriorState) => (prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor));

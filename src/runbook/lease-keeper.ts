@@ -3,7 +3,7 @@ import { isConflict, isNotFound, isTransient, type Cluster } from '../cluster/ap
 import { JOURNAL_ANNOTATION, judgeHolder, leaseName, leasePath, leaseRecord, microTime, readLease, takenSpec, type LeaseTiming } from '../cluster/lease.js';
 import type { Lease } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
-import { parseJournal, type Journal } from './journal.js';
+import { journalOf, type Journal } from './journal.js';
 import { waitUntil } from '../wait.js';
 
 export interface LeaseKeeperOptions extends LeaseTiming {
@@ -13,6 +13,8 @@ export interface LeaseKeeperOptions extends LeaseTiming {
   /** How long a fenced change waits for a suspended Lease to be renewed again (an API outage) before it gives up. */
   outageToleranceSeconds: number;
   onLine?: (message: string) => void;
+  /** An operator's stop: taking the Lease, or waiting for it to be renewed, gives up at once. */
+  stop?: AbortSignal;
 }
 
 type State = 'idle' | 'held' | 'suspended' | 'lost';
@@ -35,11 +37,7 @@ export class LeaseKeeper {
 
   /** The journal of the last run on this node, read-only (the dry run's view). */
   async inspect(): Promise<Journal | undefined> {
-    const lease = await this.cluster.get<Lease>(leasePath(this.options.namespace, leaseName(this.options.node))).catch((e) => {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    });
-    return parseJournal(lease?.metadata.annotations?.[JOURNAL_ANNOTATION]);
+    return journalOf(await readLease(this.cluster, this.options.namespace, this.options.node));
   }
 
   /**
@@ -84,14 +82,14 @@ export class LeaseKeeper {
           return 'changed while taking it';
         }
       },
-      { timeoutMs: (durationSeconds * 2 + outageToleranceSeconds) * 1000, intervalMs: retryPeriodSeconds * 1000 },
+      { timeoutMs: (durationSeconds * 2 + outageToleranceSeconds) * 1000, intervalMs: retryPeriodSeconds * 1000, signal: this.options.stop },
     );
     this.lease = taken;
     this.state = 'held';
     this.lastRenewMs = performance.now();
     this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
     this.timer.unref();
-    return parseJournal(previous?.metadata.annotations?.[JOURNAL_ANNOTATION]);
+    return journalOf(previous);
   }
 
   /** Resolves while we hold the Lease; waits while it is suspended; throws `leaseLost` once someone else holds it. */
@@ -104,7 +102,7 @@ export class LeaseKeeper {
         if (this.state === 'lost') throw this.lostError();
         return this.current() === 'held' || this.state === 'idle' ? true : 'suspended';
       },
-      { timeoutMs: this.options.outageToleranceSeconds * 1000, intervalMs: 250 },
+      { timeoutMs: this.options.outageToleranceSeconds * 1000, intervalMs: 250, signal: this.options.stop },
     ).catch((e) => {
       if (e instanceof RunbookError) throw e;
       throw new RunbookError('leaseLost', `node ${this.options.node}: the Lease could not be renewed for ${this.options.outageToleranceSeconds}s; this run stopped changing the node`);

@@ -32,6 +32,7 @@ const STATE_OF_STEP: Record<string, string> = {
 export function finalState(result: RunReport['result']): string {
   if (result === 'upgraded' || result === 'nothing-to-do') return 'done';
   if (result === 'rolled-back') return 'rolled-back';
+  if (result === 'stopped') return 'stopped';
   return 'failed';
 }
 
@@ -76,6 +77,7 @@ export class NodeMarker {
       const why = report.error?.message ?? '';
       if (report.result === 'leaks-found') this.event('Warning', 'LeakFound', `${why}${report.next ? `; ${report.next}` : ''}`);
       else if (state === 'rolled-back') this.event('Warning', 'RolledBack', `rolled back to ${pairs(report.versions.before)}: ${why}`);
+      else if (state === 'stopped') this.event('Warning', 'MaintenanceStopped', `${why}${report.next ? `; ${report.next}` : ''}`);
       else if (state === 'failed') this.event('Warning', 'MaintenanceFailed', `${report.result}: ${why}${report.next ? `; ${report.next}` : ''}`);
       else this.event('Normal', 'MaintenanceDone', `${pairs(report.versions.after)}, audit clean`);
     }

@@ -16,8 +16,8 @@ export function progressPrinter(write: (line: string) => void = (l) => process.s
           index = e.index + 1;
           total = e.total;
           write(`[${String(index).padStart(2)}/${total}] ${e.title} ...`);
-        } else if (e.phase === 'failed') {
-          write(`[${String(index).padStart(2)}/${total}] FAILED after ${(e.durationMs / 1000).toFixed(1)}s: ${e.error}`);
+        } else if ('error' in e) {
+          write(`[${String(index).padStart(2)}/${total}] ${e.phase === 'failed' ? 'FAILED' : 'STOPPED'} after ${(e.durationMs / 1000).toFixed(1)}s: ${e.error}`);
         } else {
           const label = e.phase === 'done-earlier' ? 'done earlier, not again' : statusLabel(e.step, e.phase);
           write(`[${String(index).padStart(2)}/${total}] ${label} in ${(e.durationMs / 1000).toFixed(1)}s: ${e.summary}`);

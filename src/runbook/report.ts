@@ -14,7 +14,22 @@ export type RunResult =
   | 'could-not-audit'
   | 'failed-after-point-of-no-return'
   | 'lease-lost'
-  | 'api-outage';
+  | 'api-outage'
+  | 'stopped';
+
+/** The node as a stopped run left it: what the operator weighs before continuing or rolling back. */
+export interface NodeNow {
+  cordoned?: boolean;
+  kubelet?: 'running' | 'stopped';
+  /** The runtime's units, running or stopped. */
+  runtime?: Record<string, 'running' | 'stopped'>;
+  /** The target packages' installed versions ('' where none is cleanly installed). */
+  packages?: Record<string, string>;
+  /** The run's commands still running on the node, which end there by themselves. */
+  running: string[];
+  /** What could not be read, said rather than guessed. */
+  unread?: string;
+}
 
 export interface StepReport {
   name: string;
@@ -49,12 +64,15 @@ export interface RunReport {
   error?: { code: ExitCodeName | 'internal'; message: string };
   /** What the operator does next, when the run did not simply finish. */
   next?: string;
+  /** Set when the operator stopped the run: the node's state as it stopped. */
+  nodeNow?: NodeNow;
 }
 
 const MARK: Record<StepReport['status'], string> = {
   done: 'done',
   'nothing-to-do': 'nothing to do',
   failed: 'FAILED',
+  stopped: 'STOPPED',
   'rolled-back': 'rolled back',
   planned: 'planned',
   'not-run': 'not run',
@@ -66,6 +84,19 @@ const MARK: Record<StepReport['status'], string> = {
 /** How a step's end reads: preflight only looks, so when it changes nothing it "checked" (never "nothing to do"). */
 export function statusLabel(step: string, status: StepReport['status']): string {
   return step === 'preflight' && status === 'nothing-to-do' ? 'checked' : MARK[status];
+}
+
+/** "cordoned, kubelet stopped, containerd running, containerd 1.6.20~ds1-1+deb12u3, ..." */
+export function describeNodeNow(now: NodeNow): string {
+  const parts = [
+    now.cordoned === undefined ? 'cordoned: unknown' : now.cordoned ? 'cordoned' : 'schedulable',
+    `kubelet ${now.kubelet ?? 'unknown'}`,
+    ...Object.entries(now.runtime ?? {}).map(([u, s]) => `${u} ${s}`),
+    ...Object.entries(now.packages ?? {}).map(([p, v]) => `${p} ${v || 'not cleanly installed'}`),
+    ...(now.running.length > 0 ? [`still running on the node: ${now.running.join(', ')}`] : []),
+    ...(now.unread ? [now.unread] : []),
+  ];
+  return parts.join(', ');
 }
 
 export function renderReport(report: RunReport): string {
@@ -98,6 +129,7 @@ export function renderReport(report: RunReport): string {
     for (const u of a.unverifiable) lines.push(`  - could not verify: ${u}`);
     if (a.clusterFindings > 0) lines.push(`  (${a.clusterFindings} cluster-wide finding(s), not this node's: audit-node shows them)`);
   }
+  if (report.nodeNow) lines.push(`Node now: ${describeNodeNow(report.nodeNow)}`);
   if (report.error) lines.push(`Error (${report.error.code}): ${report.error.message}`);
   if (report.next) lines.push(`Next: ${report.next}`);
   return lines.join('\n');

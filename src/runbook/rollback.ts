@@ -1,5 +1,6 @@
 import { messageOf, RunbookError } from '../errors.js';
 import type { EventSink } from './events.js';
+import { throwIfStopped } from './stop.js';
 import { stepsToUndo } from './journal.js';
 import type { RunReport } from './report.js';
 import type { RunContext, Step } from './step.js';
@@ -18,6 +19,8 @@ export async function rollbackFromJournal(ctx: RunContext, steps: readonly Step[
   await ctx.saveJournal();
   let ok = true;
   for (const name of stepsToUndo(journal, steps.map((s) => s.name))) {
+    // A stop ends the rollback between its steps; the journal says what is left, the same command finishes it.
+    throwIfStopped(ctx.stop);
     const step = steps.find((s) => s.name === name)!;
     const record = journal.steps[name]!;
     if (name === 'cordon' && !ok) {
@@ -41,7 +44,8 @@ export async function rollbackFromJournal(ctx: RunContext, steps: readonly Step[
       emit({ type: 'rollback', phase: 'done', step: name, summary });
     } catch (error) {
       // Without the Lease nothing more may change: the rollback stops here, and whoever holds the Lease now owns it.
-      if (error instanceof RunbookError && error.code === 'leaseLost') throw error;
+      // Nor after the operator's stop: the step stays to be undone by the same command.
+      if ((error instanceof RunbookError && error.code === 'leaseLost') || ctx.stop.aborted) throw error;
       record.status = 'rollback-failed';
       if (FIT_FOR_PODS.includes(name)) ok = false;
       report.rollback.push({ step: name, status: 'failed', summary: messageOf(error) });

@@ -10,6 +10,8 @@ import type { PreflightPlan } from '../steps/preflight.js';
 import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
+import { settleStopped, waitForEarlierCommands } from './stopped.js';
+import { NEVER_STOPPED, throwIfStopped } from './stop.js';
 import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
 import { HOOK_FLAGS, hooksOfStep, runHook } from './hooks.js';
@@ -28,6 +30,8 @@ export interface RunInput {
   cluster: Cluster;
   transport: Transport;
   events?: EventSink;
+  /** The operator's stop (signals, a cancelled `pulumi up`): the run ends at its next safe point, its Lease released. */
+  stop?: AbortSignal;
 }
 
 type Mode = RunReport['mode'];
@@ -44,6 +48,7 @@ const fmt = (t: Record<string, string>) => Object.entries(t).map(([p, v]) => `${
 export async function runUpgrade(input: RunInput): Promise<RunReport> {
   const options = validateRunOptions(input.options);
   const emit: EventSink = input.events ?? (() => undefined);
+  const stop = input.stop ?? NEVER_STOPPED;
   const started = Date.now();
   const holder = holderIdentity();
   let currentStep = 'preflight';
@@ -56,6 +61,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     holder,
     outageToleranceSeconds: options.outageToleranceSeconds,
     onLine: line,
+    stop,
   });
   // What the run will ask of the API, asked first: a missing permission found after the cordon strands the node.
   const [calico, whereabouts] = await Promise.all([hasCalico(cluster), hasWhereabouts(cluster)]);
@@ -65,6 +71,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
   const previous = await keeper.inspect();
   const mode = decideMode(previous, options);
   const acquire = async () => {
+    throwIfStopped(stop);
     const seen = await keeper.acquire();
     if (seen?.runId !== previous?.runId || seen?.status !== previous?.status) {
       throw new RunbookError('locked', `another run changed the journal of ${options.node} while this one was starting (now run ${seen?.runId ?? 'none'}, ${seen?.status ?? 'none'}); run again`);
@@ -82,8 +89,8 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       marker?.observe(e);
       emit(e);
     };
-    const ctx = makeContext({ options, cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep });
-    if (!options.dryRun) marker = new NodeMarker(ctx.cluster, options.node, journal.runId, line);
+    const ctx = makeContext({ options, cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep, stop });
+    if (!options.dryRun) marker = new NodeMarker(ctx.leaseFencedCluster, options.node, journal.runId, line);
     // A resumed run or a rollback holds the Lease from the start; a new one from when it decides to act.
     const markBegin = (state: string) => marker?.begin(journal!.prior?.packages ?? {}, journal!.targets, state);
     if (mode === 'resume') markBegin('preflight');
@@ -141,6 +148,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
   // A resumed run holds the Lease and its journal from the start: whatever happens, its journal is written back.
   let journaled = ctx.resuming;
   try {
+    if (ctx.resuming && !options.dryRun) await waitForEarlierCommands(ctx);
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
     report.versions.before = journal.prior.packages;
@@ -151,6 +159,8 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
     }
     for (const [i, step] of STEPS.entries()) {
       if (i === 0) continue;
+      // The safe point between steps: a stop asked meanwhile ends the run here, before the next step acts.
+      throwIfStopped(ctx.stop);
       if (!pre.maintenanceNeeded && step.name !== 'verify') {
         skip(reports, emit, step, 'nothing-to-do', 'runtime already at target');
         continue;
@@ -190,6 +200,7 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   // other there (the run only finishes forward); the same command resumes once the API is back.
   const outageAfterNoReturn = code === 'leaseLost' && !keeper.isLost && journal.pointOfNoReturn;
   if (keeper.isLost || (code === 'leaseLost' && !outageAfterNoReturn)) return stoppedByLease(report, keeper, options);
+  if (ctx.stop.aborted) return settleStopped(ctx, report, error, 'run');
   if (options.dryRun) return;
   if (journal.pointOfNoReturn) {
     // The node may already run new pods: a downgrade now would disrupt them. Reported, never rolled back.
@@ -223,6 +234,7 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   try {
     ok = await rollbackFromJournal(ctx, STEPS, report, emit);
   } catch (e) {
+    if (ctx.stop.aborted) return settleStopped(ctx, report, e, 'rollback');
     // The rollback needs the Lease too: lost to another run, or not renewable (nor its journal writable) through the
     // outage that failed the step. A rollback that could not even record its start leaves the run to be resumed.
     if (codeOf(e) !== 'leaseLost' && codeOf(e) !== 'unreachable') throw e;
@@ -253,11 +265,13 @@ function stoppedByLease(report: RunReport, keeper: LeaseKeeper, options: RunOpti
 async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
   report.versions.before = ctx.journal.prior?.packages ?? {};
   try {
+    await waitForEarlierCommands(ctx);
     const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
     report.result = ok ? 'rolled-back' : 'rollback-failed';
     report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
     if (!ok) report.next = 'run the same command again to retry the rollback';
   } catch (error) {
+    if (ctx.stop.aborted) return settleStopped(ctx, report, error, 'rollback');
     report.error = { code: codeOf(error), message: messageOf(error) };
     report.result = codeOf(error) === 'leaseLost' ? 'lease-lost' : 'rollback-failed';
     report.exitCode = error instanceof RunbookError && error.code === 'leaseLost' ? ExitCode.leaseLost : ExitCode.rollbackFailed;
@@ -272,7 +286,7 @@ async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<
   return pRetry(() => runStepOnce(ctx, step, index, reports, emit), {
     retries: 2,
     minTimeout: 2_000,
-    shouldRetry: ({ error }) => error instanceof ConnectionLostError,
+    shouldRetry: ({ error }) => error instanceof ConnectionLostError && !ctx.stop.aborted,
     onFailedAttempt: ({ error }) => {
       if (error instanceof ConnectionLostError) ctx.progress(`${error.message}; planning the step again on a new connection`);
     },
@@ -321,11 +335,13 @@ async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: 
     emit({ type: 'step', phase: 'done', step: step.name, summary, durationMs: record.durationMs, actions: plan.actions });
     return plan;
   } catch (error) {
-    Object.assign(record, { status: 'failed', error: messageOf(error), durationMs: Date.now() - t0 });
+    // Stopped by the operator, whatever error the stop surfaced as (an eviction refused by the fence, a wait given up).
+    const status = ctx.stop.aborted ? 'stopped' : 'failed';
+    Object.assign(record, { status, error: messageOf(error), durationMs: Date.now() - t0 });
     // A step that never got to act stays unrecorded: nothing of it to undo.
     const rec = journal.steps[step.name];
-    if (journaled && rec?.status === 'applying') Object.assign(rec, { status: 'failed', finishedAt: new Date().toISOString(), summary: messageOf(error) });
-    emit({ type: 'step', phase: 'failed', step: step.name, error: messageOf(error), durationMs: record.durationMs });
+    if (journaled && rec?.status === 'applying') Object.assign(rec, { status, finishedAt: new Date().toISOString(), summary: messageOf(error) });
+    emit({ type: 'step', phase: status, step: step.name, error: messageOf(error), durationMs: record.durationMs });
     throw error;
   }
 }

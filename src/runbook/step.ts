@@ -32,10 +32,16 @@ export interface Step<P extends StepPlan = StepPlan> {
 export interface RunContext {
   readonly options: RunOptions;
   readonly runId: string;
-  /** The API, every write fenced by the Lease. */
+  /** The API, every write fenced by the Lease; none starts once the operator asked to stop. */
   readonly cluster: Cluster;
-  /** The node, every command fenced by the Lease. */
+  /** The API, writes fenced by the Lease only: the run's own marks as it ends, a stop's included. */
+  readonly leaseFencedCluster: Cluster;
+  /** The node, every command fenced by the Lease (none once stopped), and recorded on the node while it runs. */
   readonly transport: Transport;
+  /** The node for reads: fenced by the Lease only, so a stopped run can still say what the node is like. */
+  readonly reader: Transport;
+  /** The operator's stop: waits pass it on, so that they give up at once. */
+  readonly stop: AbortSignal;
   readonly journal: Journal;
   /** True when continuing a run a previous process left unfinished. */
   readonly resuming: boolean;

@@ -29,8 +29,7 @@ export const cordon: Step = {
 
 export async function uncordonIfOurs(ctx: RunContext): Promise<string> {
   if (!ctx.journal.cordonedByUs) return 'not cordoned by this run: left as it was';
-  const node = await getNode(ctx.cluster, ctx.options.node);
-  if (node.spec.unschedulable) await setUnschedulable(ctx.cluster, ctx.options.node, false);
+  await setUnschedulable(ctx.cluster, ctx.options.node, false);
   ctx.journal.cordonedByUs = false;
   await ctx.saveJournal();
   return 'uncordoned';

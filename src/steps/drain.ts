@@ -42,7 +42,7 @@ export const drain: Step<DrainPlan> = {
     const evicted = await drainInRounds(plan, {
       plan: () => planDrain(ctx.cluster, node, options),
       evict: (pods) => evictWithinBudgets(ctx.cluster, pods, { gracePeriodSeconds: options.gracePeriodSeconds, deadline, version, progress }),
-      waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress, skipWaitForDeleteTimeoutSeconds: options.skipWaitForDeleteTimeoutSeconds }),
+      waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress, skipWaitForDeleteTimeoutSeconds: options.skipWaitForDeleteTimeoutSeconds, signal: ctx.stop }),
       onLate: (pods, round) => ctx.progress(`${pods.length} pod(s) bound to the node after the cordon, draining them too (round ${round}): ${pods.map(podKey).join(', ')}`),
     });
     return `evicted ${evicted.length} pod(s) (${version})`;

@@ -44,7 +44,7 @@ async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
       const out = await run(ctx.transport, `${unitStatesScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
       return !parseUnitStates(out).get(unit) && !out.includes('running') ? true : 'still running';
     },
-    { timeoutMs: 30_000, intervalMs: 500 },
+    { timeoutMs: 30_000, intervalMs: 500, signal: ctx.stop },
   );
 }
 
@@ -140,7 +140,7 @@ export async function waitUntilNodeReady(ctx: RunContext, postedSince?: number):
       status = `PodCIDR ${cidr ?? 'none'}, Ready ${readyMessage(node)}${stale ? ' (posted before kubelet started)' : ''}, runtime network ${network}`;
       return cidr && isReady(node) && !stale && network === 'ready' ? true : status;
     },
-    { timeoutMs: ctx.options.readyTimeoutSeconds * 1000, onChange: (seen) => ctx.progress(`waiting: ${seen}`) },
+    { timeoutMs: ctx.options.readyTimeoutSeconds * 1000, onChange: (seen) => ctx.progress(`waiting: ${seen}`), signal: ctx.stop },
   );
   return status;
 }

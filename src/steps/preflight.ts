@@ -1,6 +1,7 @@
 import { blockMessage, budgetBlocks } from '../cluster/drain/budgets.js';
 import { graceOutlastsTimeout, planDrain } from '../cluster/drain/plan.js';
 import { pinningControllers } from '../cluster/drain/pinned.js';
+import { controlPlaneRefusal, listControlPlanePods } from '../cluster/control-plane.js';
 import { getNode, isControlPlane, isReady, podCidr, readyMessage } from '../cluster/nodes.js';
 import { listPodsOnNode } from '../cluster/pods.js';
 import { listAll } from '../cluster/list.js';
@@ -51,6 +52,8 @@ export const preflight: Step<PreflightPlan> = {
     if (controlPlane && !options.allowControlPlane) {
       throw refuse(`${options.node} is a control-plane node (${controlPlane}): its teardown stops etcd and the apiserver's static pods; give --allow-control-plane to maintain it (one at a time, after the workers)`);
     }
+    const cutsOff = controlPlaneRefusal({ node, server: ctx.cluster.server, staticPods: await listControlPlanePods(ctx.cluster) });
+    if (cutsOff && pending('stop-kubelet')) throw refuse(`${cutsOff}; refused whatever --allow-control-plane says (maintain it through another apiserver of an HA control plane); nothing was changed`);
     if (state.refusedDataDirs.length > 0) {
       throw refuse(`${options.node}'s CNI config names a host-local dataDir that is not a plain absolute path (${state.refusedDataDirs.map((d) => JSON.stringify(d)).join(', ')}): node-maint clears every IPAM directory it reads, so it reads none it cannot pin down; fix the config`);
     }
@@ -174,7 +177,7 @@ async function waitForPackageLock(ctx: RunContext, state: NodeState): Promise<st
         const db = parsePackageDb([], (await run(ctx.transport, LOCK_HOLDERS_SCRIPT)).split('\n').filter(Boolean), false);
         return db.lockHolders.length === 0 ? true : `held by ${lockMessage(db)}`;
       },
-      { timeoutMs: options.lockTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for the dpkg lock: ${seen}`) },
+      { timeoutMs: options.lockTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for the dpkg lock: ${seen}`), signal: ctx.stop },
     );
   } catch (e) {
     throw refuse(`the dpkg lock on ${options.node} was not released in ${options.lockTimeoutSeconds}s (${(e as Error).message.split(': ').pop()}); nothing was changed. Let that apt finish (or raise --lock-timeout) and run again`);
@@ -219,7 +222,7 @@ async function checkDrainable(ctx: RunContext): Promise<string> {
       // The dry run says what the run would wait for, without waiting.
       return options.dryRun ? true : said;
     },
-    { timeoutMs: options.budgetWaitSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for budgets: ${seen}`) },
+    { timeoutMs: options.budgetWaitSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for budgets: ${seen}`), signal: ctx.stop },
   ).catch((e) => {
     if (e instanceof RunbookError) throw e;
     throw new RunbookError('blockedByBudget', `PodDisruptionBudgets block the drain of ${options.node} after ${options.budgetWaitSeconds}s: ${said}`);

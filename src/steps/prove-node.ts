@@ -91,7 +91,7 @@ export const proveNode: Step<ProvePlan> = {
           proof = `IP ${ip}, ${allocation}`;
           return true;
         },
-        { timeoutMs: options.smokeTimeoutSeconds * 1000, intervalMs: 1_000, onChange: (seen) => ctx.progress(`smoke pod: ${seen}`) },
+        { timeoutMs: options.smokeTimeoutSeconds * 1000, intervalMs: 1_000, onChange: (seen) => ctx.progress(`smoke pod: ${seen}`), signal: ctx.stop },
       );
     } catch (e) {
       const events = await podEvents(ctx.cluster, pod).catch(() => []);
@@ -120,7 +120,7 @@ async function nodeReportsTargets(ctx: RunContext): Promise<string> {
       const seen = reportedRuntimeAtTargets(reported, ctx.options.targets);
       return seen.status === 'differs' ? seen.message : true;
     },
-    { timeoutMs: 60_000, intervalMs: 2_000, onChange: (seen) => ctx.progress(seen) },
+    { timeoutMs: 60_000, intervalMs: 2_000, onChange: (seen) => ctx.progress(seen), signal: ctx.stop },
   );
   const last = reportedRuntimeAtTargets(reported, ctx.options.targets);
   if (last.status === 'unreported') return `${last.message}: the daemon's own version was checked instead`;
@@ -136,5 +136,6 @@ async function removeSmokePod(ctx: RunContext): Promise<void> {
   await waitUntil(`smoke pod ${namespace}/${name} to go`, async () => ((await getPod(ctx.cluster, namespace, name)) ? 'still terminating' : true), {
     timeoutMs: 120_000,
     intervalMs: 1_000,
+    signal: ctx.stop,
   });
 }

@@ -2,9 +2,9 @@ import { availableVersionsScript, installScript, keepDebsScript, parseAvailableV
 import { STATE_DIRS } from '../node/state/gather.js';
 import { quote } from '../node/transport/quote.js';
 import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
-import { runtimeUnits } from '../node/runtime/flavor.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
+import { runtimeUnitsOf } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 
 export interface UpgradePlan extends StepPlan {
@@ -12,10 +12,7 @@ export interface UpgradePlan extends StepPlan {
   units: string[];
 }
 
-const unitsOf = (ctx: RunContext) => {
-  const prior = ctx.journal.prior!;
-  return prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor);
-};
+const unitsOf = (ctx: RunContext) => runtimeUnitsOf(ctx.journal.prior!);
 
 async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
   return [...parseUnitStates(await run(ctx.transport, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
@@ -40,18 +37,29 @@ async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>
 }
 
 /**
- * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg
- * lock waited for up to --lock-timeout), starts it again.
+ * Stops the runtime, installs exact versions through apt (the operator's holds kept, the dpkg lock waited for up to
+ * --lock-timeout), starts it again: one script, which finishes on the node whatever happens to this process (a stop,
+ * a kill, a lost session), so the runtime is never left stopped between them. It is started again even when the
+ * install failed: the rollback reinstalls what was there.
  */
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[], files: Record<string, string> = {}): Promise<void> {
-  const timeoutMs = ctx.options.commandTimeoutSeconds * 1000;
   const { lockTimeoutSeconds } = ctx.options;
-  await run(ctx.transport, stopUnitsScript([...units].reverse()), { timeoutMs });
   const fromSources = Object.keys(versions).filter((p) => !files[p]);
   const available = parseAvailableVersions(fromSources.length > 0 ? await run(ctx.transport, availableVersionsScript(fromSources)) : '');
-  if (fromSources.some((p) => !available.get(p)?.has(versions[p]!))) await run(ctx.transport, refreshScript(lockTimeoutSeconds), { timeoutMs });
-  await run(ctx.transport, installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds, files }), { timeoutMs });
-  await run(ctx.transport, startUnitsScript(units), { timeoutMs });
+  const refresh = fromSources.some((p) => !available.get(p)?.has(versions[p]!)) ? refreshScript(lockTimeoutSeconds) : undefined;
+  const specs = Object.entries(versions).map(([p, v]) => `${p}=${v}`).join(' ');
+  const script = [
+    `# stop ${[...units].reverse().join(' ')}; install ${specs}; start ${units.join(' ')}`,
+    'rc=0',
+    `( ${stopUnitsScript([...units].reverse())} ) || rc=$?`,
+    ...(refresh ? [`[ $rc != 0 ] || ( ${refresh} ) || rc=$?`] : []),
+    `[ $rc != 0 ] || (
+${installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds, files })}
+) || rc=$?`,
+    `( ${startUnitsScript(units)} ) || [ $rc != 0 ] || rc=$?`,
+    'exit $rc',
+  ].join('\n');
+  await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000, what: `install ${specs}` });
 }
 
 /** Where a run keeps the .debs of the versions it replaces: the archives keep only the newest point release. */

@@ -112,7 +112,7 @@ export async function waitForPodsGone(
   cluster: Cluster,
   node: string,
   pods: Pod[],
-  options: { deadline: number; pollMs?: number; progress?: EvictionProgress; skipWaitForDeleteTimeoutSeconds?: number },
+  options: { deadline: number; pollMs?: number; progress?: EvictionProgress; skipWaitForDeleteTimeoutSeconds?: number; signal?: AbortSignal },
 ): Promise<void> {
   const started = Date.now();
   const waiting = new Map(pods.map((p) => [p.metadata.uid!, p]));
@@ -137,6 +137,6 @@ export async function waitForPodsGone(
       }
       return waiting.size === 0 ? true : [...waiting.values()].map(podKey).join(', ');
     },
-    { timeoutMs: Math.max(0, options.deadline - Date.now()), intervalMs: options.pollMs ?? 500 },
+    { timeoutMs: Math.max(0, options.deadline - Date.now()), intervalMs: options.pollMs ?? 500, signal: options.signal },
   );
 }

@@ -25,6 +25,8 @@ export interface GateContext {
   maintaining?: string[];
   /** How often the gates look again. */
   pollMs?: number;
+  /** A cancelled `pulumi up`: the gates give up at once. */
+  signal?: AbortSignal;
 }
 
 export class GateError extends Error {
@@ -32,7 +34,7 @@ export class GateError extends Error {
 }
 
 /** Waits while a matching alert fires, up to the hold timeout; then the fleet stops before this node. */
-export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000, maintaining = [] }: GateContext): Promise<void> {
+export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000, maintaining = [], signal }: GateContext): Promise<void> {
   const gate = gates.alerts;
   if (!gate) return;
   let said = '';
@@ -47,8 +49,9 @@ export async function waitForNoAlerts({ node, gates, log, pollMs = 5_000, mainta
     }
   };
   try {
-    await waitUntil(`no firing alert before ${node} starts`, check, { timeoutMs: gate.holdTimeoutSeconds * 1000, intervalMs: pollMs, onChange: (seen) => log(`[${node}] ${seen}`) });
+    await waitUntil(`no firing alert before ${node} starts`, check, { timeoutMs: gate.holdTimeoutSeconds * 1000, intervalMs: pollMs, onChange: (seen) => log(`[${node}] ${seen}`), signal });
   } catch (e) {
+    if (signal?.aborted) throw e;
     throw new GateError(`the fleet stops here: ${(e as Error).message} (gates.alerts.holdTimeout ${gate.holdTimeoutSeconds}s)`);
   }
 }
@@ -59,7 +62,7 @@ export async function observeBefore(cluster: Cluster, node: string): Promise<Nod
 }
 
 /** After the node's run: Ready, schedulable if it was, its workloads back; then the soak. Throws GateError when time is up. */
-export async function waitUntilBack({ cluster, node, gates, log, pollMs = 2_000 }: GateContext, before: NodeBefore, soakSeconds: number): Promise<void> {
+export async function waitUntilBack({ cluster, node, gates, log, pollMs = 2_000, signal }: GateContext, before: NodeBefore, soakSeconds: number): Promise<void> {
   const deadline = Date.now() + gates.workloadsTimeoutSeconds * 1000;
   const onChange = (seen: string) => log(`[${node}] waiting: ${seen}`);
   const remaining = () => Math.max(1_000, deadline - Date.now());
@@ -71,16 +74,17 @@ export async function waitUntilBack({ cluster, node, gates, log, pollMs = 2_000 
         if (!isReady(n)) return `${node} not Ready (${readyMessage(n)})`;
         return before.schedulable && n.spec.unschedulable ? `${node} still cordoned` : true;
       },
-      { timeoutMs: remaining(), intervalMs: pollMs, onChange },
+      { timeoutMs: remaining(), intervalMs: pollMs, onChange, signal },
     );
     const targets = targetsOf(before.workloads);
-    await waitUntil(`the workloads that had pods on ${node} to be back`, async () => notBack(targets, await readWorkloads(cluster, targets)).join('; ') || true, { timeoutMs: remaining(), intervalMs: pollMs, onChange });
+    await waitUntil(`the workloads that had pods on ${node} to be back`, async () => notBack(targets, await readWorkloads(cluster, targets)).join('; ') || true, { timeoutMs: remaining(), intervalMs: pollMs, onChange, signal });
     log(`[${node}] back: Ready${before.schedulable ? ', schedulable' : ''}, ${targets.length === 0 ? 'no workload had pods on it' : `${targets.map(workloadName).join(', ')} available again`}`);
   } catch (e) {
+    if (signal?.aborted) throw e;
     throw new GateError(`upgraded, but the fleet stops here: ${(e as Error).message} (gates.workloadsTimeout ${gates.workloadsTimeoutSeconds}s)`);
   }
   if (soakSeconds > 0) {
     log(`[${node}] soaking ${soakSeconds}s before the next wave`);
-    await sleep(soakSeconds * 1000);
+    await sleep(soakSeconds * 1000, undefined, { signal });
   }
 }

@@ -9,6 +9,8 @@ export interface ExecResult {
 export interface ExecOptions {
   /** The command is ended on the node after this long, with everything it started. Every command has one. */
   timeoutMs?: number;
+  /** What the command does, in a few words, where its first line does not say (the records of running commands). */
+  what?: string;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;

@@ -33,7 +33,7 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
 
 const inputs = { node: 'n', targets: { containerd: '2' }, leaseNamespace: 'kube-system', maintenanceWindow: { schedule: '0 22 * * 6', durationMinutes: 240, timeZone: 'UTC' } } as never;
 const quiet = () => undefined;
-const run = (deps: NodeRunDeps, extra: object = {}, runs = new FleetRuns()) => runNode({ ...(inputs as object), ...extra } as never, deps, quiet, runs);
+const run = (deps: NodeRunDeps, extra: object = {}, runs = new FleetRuns()) => runNode({ ...(inputs as object), ...extra } as never, { deps, log: quiet, runs });
 
 describe("a fleet node's run in the provider", () => {
   it('a node held by the window or a pause fails before its upgrade starts, with every reason, and the webhook is told', async () => {
@@ -54,7 +54,7 @@ describe("a fleet node's run in the provider", () => {
   it('a node a killed pulumi up left half-done is finished first: neither the window, the pause nor the alerts hold it', async () => {
     const { deps, calls } = fakeDeps({ holds: ['outside the maintenance window'], before: 'held by firing alert(s): KubeNodeNotReady', unfinished: 'run r1, running' });
     const lines: string[] = [];
-    expect(await runNode({ ...(inputs as object) } as never, { ...deps, beforeFleetNode: async (i, _l, o) => (calls.push(`before ${i.node}${o?.alerts === false ? ' (no alerts)' : ''}`), { schedulable: false, workloads: [] }) }, (l) => lines.push(l), new FleetRuns())).toMatchObject({ result: 'upgraded' });
+    expect(await runNode({ ...(inputs as object) } as never, { deps: { ...deps, beforeFleetNode: async (i, _l, o) => (calls.push(`before ${i.node}${o?.alerts === false ? ' (no alerts)' : ''}`), { schedulable: false, workloads: [] }) }, log: (l) => lines.push(l), runs: new FleetRuns() })).toMatchObject({ result: 'upgraded' });
     expect(calls).toEqual(['before n (no alerts)', 'upgrade n', 'after n false', 'notify none upgraded']);
     expect(lines[0]).toBe('[n] finishing the unfinished run r1, running first: the window, the pause and the alerts are not asked for a node already out of service');
   });
@@ -100,8 +100,8 @@ describe("a fleet node's run in the provider", () => {
     let finish!: () => void;
     const slowAfter = { ...fine.deps, afterFleetNode: () => new Promise<void>((r) => (finish = r)) };
     const later = { names: ['c', 'd'], count: 3 };
-    const second = runNode({ ...(inputs as object), node: 'b', fleet: 'p/s', later } as never, slowAfter, quiet, runs);
-    await expect(runNode({ ...(inputs as object), node: 'a', fleet: 'p/s', later } as never, failing.deps, quiet, runs)).rejects.toThrow('a: rolled-back (exit 11): kubelet did not start');
+    const second = runNode({ ...(inputs as object), node: 'b', fleet: 'p/s', later } as never, { deps: slowAfter, log: quiet, runs });
+    await expect(runNode({ ...(inputs as object), node: 'a', fleet: 'p/s', later } as never, { deps: failing.deps, log: quiet, runs })).rejects.toThrow('a: rolled-back (exit 11): kubelet did not start');
     expect(failing.calls.filter((c) => c.startsWith('fleet'))).toEqual([]);
     await new Promise((r) => setTimeout(r, 10));
     finish();

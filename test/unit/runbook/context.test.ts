@@ -4,6 +4,7 @@ import type { Journal } from '../../../src/runbook/journal.js';
 import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
 import type { RunOptions } from '../../../src/runbook/options.js';
 import { makeContext } from '../../../src/runbook/context.js';
+import { NEVER_STOPPED } from '../../../src/runbook/stop.js';
 import type { ExecResult, Transport } from '../../../src/node/transport/types.js';
 
 /** A node that answers a state read with its read count as the hostname, and anything else with nothing. */
@@ -30,6 +31,7 @@ function contextOn(node: CountingNode) {
     keeper: { fence: async () => undefined } as unknown as LeaseKeeper,
     emit: () => undefined,
     currentStep: () => 'test',
+    stop: NEVER_STOPPED,
   });
 }
 

@@ -39,30 +39,40 @@ describe('judging a Lease holder by our own clock (client-go leader election)', 
     expect(judgeHolder(undefined, 'me', undefined, 0, 15)).toBe('free');
     expect(judgeHolder(lease('me', '', '1'), 'me', undefined, 0, 15)).toBe('ours');
   });
-  it('takes over at once from a run of this machine whose process is gone, and never from a live one', async () => {
+  it('takes over at once from a run of this machine whose process is gone; a live one is judged by its record', async () => {
     const child = spawn('sleep', ['30']);
     const live = holderIdentity(child.pid!);
     expect(isDeadLocalHolder(live)).toBe(false);
-    expect(judgeHolder(lease(live, '', '1'), 'me', undefined, 0, 15)).toBe('alive');
+    const stuck = lease(live, '2020-01-01T00:00:00.000000Z', '1');
+    expect(judgeHolder(stuck, 'me', undefined, 0, 15)).toBe('held');
+    // Alive while its record changes; a live process whose record stands still (stuck, orphaned) is taken over.
+    expect(judgeHolder(lease(live, '2020-01-01T00:00:02.000000Z', '2'), 'me', { record: leaseRecord(stuck), atMs: 0 }, 2_000, 15)).toBe('alive');
+    expect(judgeHolder(stuck, 'me', { record: leaseRecord(stuck), atMs: 0 }, 15_000, 15)).toBe('abandoned');
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
     expect(isDeadLocalHolder(live)).toBe(true);
     expect(judgeHolder(lease(live, '', '1'), 'me', undefined, 0, 15)).toBe('abandoned');
     // A PID reused by another process is not the holder: its start time differs.
-    const reused = `node-maint/${machineIdentity()}/${process.pid}/1`;
-    expect(isDeadLocalHolder(reused.replace(String(process.pid), String(process.ppid)))).toBe(true);
+    const reused = holderIdentity(process.ppid).replace(/\/\d+@/, '/1@');
+    expect(isDeadLocalHolder(reused)).toBe(true);
     expect(isDeadLocalHolder(far)).toBe(false);
   });
-  it('never takes a run of another machine with the same hostname for one of its own', async () => {
+  it('never takes a run of another machine with the same hostname, or of another PID namespace, for one of its own', async () => {
     const child = spawn('sleep', ['30']);
     const mine = holderIdentity(child.pid!);
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
-    expect(mine).toMatch(new RegExp(`^node-maint/${hostname()}@[0-9a-f]{12}/${child.pid}/\\d+$`));
+    expect(mine).toMatch(new RegExp(`^node-maint/${hostname()}@[0-9a-f]{12}/${child.pid}/\\d+@\\d+$`));
     const twin = mine.replace(/@[0-9a-f]{12}\//, '@000000000000/');
+    // A container sharing this host's network and machine id, in a PID namespace of its own: its PIDs mean nothing here.
+    const container = mine.replace(/@\d+$/, '@1');
+    // Written before holders named their PID namespace: cannot tell either.
+    const older = mine.replace(/@\d+$/, '');
     expect(isDeadLocalHolder(mine)).toBe(true);
-    expect(isDeadLocalHolder(twin)).toBe(false);
-    expect(judgeHolder(lease(twin, '', '1'), 'me', undefined, 0, 15)).not.toBe('abandoned');
+    for (const other of [twin, container, older]) {
+      expect(isDeadLocalHolder(other)).toBe(false);
+      expect(judgeHolder(lease(other, '', '1'), 'me', undefined, 0, 15)).toBe('held');
+    }
   });
   it('counts a transition only when the Lease changes hands', () => {
     const held = { ...lease('old', '', '1'), spec: { ...lease('old', '', '1').spec, leaseTransitions: 3 } };

@@ -1,0 +1,102 @@
+import { getNode } from '../cluster/nodes.js';
+import { ExitCode, messageOf } from '../errors.js';
+import { describeCommands, parseRunningCommands, runningCommandsScript, type RunningCommand } from '../node/commands.js';
+import { parseUnitStates, unitStatesScript } from '../node/units.js';
+import { run } from '../node/transport/index.js';
+import { waitUntil } from '../wait.js';
+import { kubeletUnitOf, runtimeUnitsOf } from './journal.js';
+import type { NodeNow, RunReport } from './report.js';
+import type { RunContext } from './step.js';
+import { stopReason } from './stop.js';
+
+// A run the operator stopped ends here: its journal says where, its Lease is released by the runner as always, and
+// the report says what the node is like now and both ways on. And a run that continues a stopped or killed one
+// first waits for that run's command still running on the node, rather than fight it.
+
+/** The run's commands still running on the node (a stopped or killed process of it left them there), and the node's clock. */
+async function runningCommands(ctx: RunContext): Promise<{ now: number; commands: RunningCommand[] }> {
+  const out = await run(ctx.reader, `date +%s; ${runningCommandsScript(ctx.journal.runId)}`);
+  const [first = '', ...rest] = out.split('\n');
+  return { now: Number(first.trim()), commands: parseRunningCommands(rest.join('\n')) };
+}
+
+/**
+ * Waits for the commands an earlier process of this run left running on the node (an apt goes on to its end after a
+ * stop or a kill), up to their own timeouts, saying so; then the run plans from what the node is.
+ */
+export async function waitForEarlierCommands(ctx: RunContext): Promise<void> {
+  const first = await runningCommands(ctx);
+  if (first.commands.length === 0) return;
+  const lastDeadline = Math.max(...first.commands.map((c) => c.deadline));
+  ctx.progress(`waiting for this run's command(s) still running on the node from its earlier process: ${describeCommands(first.commands)}`);
+  await waitUntil(
+    `the earlier process's command(s) on ${ctx.options.node} to end`,
+    async () => {
+      const { commands } = await runningCommands(ctx);
+      return commands.length === 0 ? true : describeCommands(commands);
+    },
+    // Their own timeouts end them (node's clock); a little longer, for the clocks' and the polls' sake.
+    { timeoutMs: (Math.max(0, lastDeadline - first.now) + 30) * 1000, intervalMs: 2_000, signal: ctx.stop },
+  );
+  ctx.progress('the earlier command(s) ended: planning from what the node is now');
+}
+
+/** What the node is like as the run stops: what an operator weighs before continuing or rolling back. */
+export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
+  const now: NodeNow = { running: [] };
+  const problems: string[] = [];
+  const prior = ctx.journal.prior;
+  await Promise.all([
+    getNode(ctx.leaseFencedCluster, ctx.options.node).then(
+      (node) => void (now.cordoned = node.spec.unschedulable === true),
+      (e) => problems.push(`the Node (${messageOf(e)})`),
+    ),
+    (async () => {
+      const kubelet = kubeletUnitOf(ctx.journal);
+      const units = prior ? runtimeUnitsOf(prior) : [];
+      const states = parseUnitStates(await run(ctx.reader, unitStatesScript([kubelet, ...units])));
+      now.kubelet = states.get(kubelet) ? 'running' : 'stopped';
+      now.runtime = Object.fromEntries(units.map((u) => [u, states.get(u) ? 'running' : 'stopped']));
+    })().catch((e) => problems.push(`the units (${messageOf(e)})`)),
+    ctx.installedVersions(Object.keys(ctx.journal.targets)).then(
+      (v) => void (now.packages = v),
+      (e) => problems.push(`the packages (${messageOf(e)})`),
+    ),
+    runningCommands(ctx).then(
+      ({ commands }) => void (now.running = commands.map((c) => describeCommands([c]))),
+      (e) => problems.push(`the run's commands (${messageOf(e)})`),
+    ),
+  ]);
+  if (problems.length > 0) now.unread = `could not read ${problems.join(', ')}`;
+  return now;
+}
+
+/**
+ * The operator stopped the run: nothing is rolled back (the operator chooses), the journal says where it stopped and
+ * keeps the run unfinished, so the same command continues it and --rollback undoes it, from any machine.
+ */
+export async function settleStopped(ctx: RunContext, report: RunReport, error: unknown, phase: 'run' | 'rollback'): Promise<void> {
+  const { journal, options } = ctx;
+  const stoppedIn = report.steps.find((s) => s.status === 'stopped')?.name;
+  const step = phase === 'rollback' ? 'the rollback' : (stoppedIn ?? `before ${report.steps.find((s) => s.status === 'not-run')?.name ?? 'the end'}`);
+  report.result = 'stopped';
+  report.exitCode = ExitCode.stopped;
+  report.error = { code: 'stopped', message: messageOf(error) };
+  journal.error = report.error.message;
+  journal.stopped = { at: new Date().toISOString(), by: stopReason(ctx.stop), step };
+  const acted = Object.values(journal.steps).some((r) => r && r.status !== 'nothing-to-do');
+  if (!acted && phase === 'run') {
+    // Stopped before it changed anything: there is nothing to continue or undo.
+    journal.status = 'failed';
+    report.next = `nothing was changed on ${options.node}; run the same command to start again`;
+    return;
+  }
+  report.nodeNow = await readNodeNow(ctx);
+  const again = 'run the same command again to continue where it stopped';
+  report.next =
+    phase === 'rollback'
+      ? `the rollback was stopped: ${again} (it finishes the rollback)`
+      : journal.pointOfNoReturn
+        ? `the run had passed its point of no return (the node was uncordoned): ${again}; nothing is rolled back`
+        : `${again} (${stoppedIn ? `from ${step}` : step}), or run it with --rollback to undo what the run did`;
+}
