@@ -24,7 +24,9 @@ it gets a sandbox and an IP, then the leak audit is clean), uncordon (only if th
 
 Every step is written to the journal on the Lease before it acts. A failure before uncordon rolls back what the run
 did, newest first; uncordon is the point of no return: after it nothing is downgraded. A killed run is finished by
-the same command (steps done are not done again), or rolled back with --rollback.
+the same command (steps done are not done again), or rolled back with --rollback. Ctrl-C (SIGINT), SIGTERM or SIGHUP
+stops the run at its next safe point within 30 s (exit 18): the Lease is released and the report says the node's
+state; a second signal ends the process at once.
 
 Target:
   --to PACKAGE=VERSION[,...]   exact versions, e.g. containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6

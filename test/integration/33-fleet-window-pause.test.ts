@@ -140,7 +140,7 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     }
   });
 
-  it('a node a killed `pulumi up` left half-done is finished by the next up though the fleet is paused; the pause still holds the rest', async () => {
+  it('a node a killed `pulumi up` left half-done is finished first by the next up, though last in the order and the fleet paused; the pause still holds the rest', async () => {
     await NODE.reset();
     await configure(stack, [NODE.name]);
     await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5 }));
@@ -156,11 +156,13 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     const locked = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(locked.stdout + locked.stderr).toContain('the stack is currently locked');
     await stack.run(['cancel', '--yes']);
-    // The operator pauses the fleet, then runs up again: the half-done node is finished all the same, nothing else starts.
+    // The operator pauses the fleet, then runs up again with the half-done node last in the order: it is finished
+    // first all the same, in a wave of its own; nothing else starts.
     await kubectl('create', ...PAUSE(), '--from-literal=reason=integration test 33, resumed');
-    await configure(stack, [NODE.name, UNDRAINABLE.name]);
+    await configure(stack, [UNDRAINABLE.name, NODE.name]);
     const again = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     const said = again.stdout + again.stderr;
+    expect(said).toMatch(new RegExp(`waves: ${NODE.name}, then ${UNDRAINABLE.name}`));
     expect(said).toMatch(new RegExp(`\\[${NODE.name}\\] finishing the unfinished run \\S+, \\S+ first: the window, the pause and the alerts are not asked`));
     expect(await containerdOn(NODE), said).toBe(bed().containerd.new);
     expect((await kubectlJson('get', 'node', NODE.name)).spec.unschedulable).toBeUndefined();

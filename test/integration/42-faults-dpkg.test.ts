@@ -26,7 +26,7 @@ async function killedDuringTheUnpack(t: Target, version: string): Promise<void> 
   await waitFor(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes', 300_000, 'the unpack to start');
   killRun!();
   await t.sh('pkill -KILL -x apt-get; pkill -KILL -x dpkg; true');
-  expect((await run).code).toBe(128);
+  expect((await run).code).toBe(137);
   await clearFault(t, 'preinst-slow');
 }
 

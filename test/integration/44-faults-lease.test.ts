@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, upgradeNode, type CliResult } from './bed.js';
-import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs } from './faults.js';
+import { apiFilter } from './api-filter.js';
+import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs, withKubeconfig } from './faults.js';
 import { holdPodOnNode, releaseHeldPod } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
@@ -90,6 +91,31 @@ describe('the Lease', () => {
     } finally {
       await releaseHeldPod(ns.name, HELD).catch(() => undefined);
     }
+  }));
+
+  it.concurrent('a rollback\'s uncordon held up in the network past a Lease takeover never lands: the node stays with the new holder, cordoned', onLeasedNode('any', async (t) => {
+    // Through a proxy that holds the first uncordon of this node (a merge patch that clears spec.unschedulable).
+    const api = await apiFilter([], (method, path, body) => method === 'PATCH' && path.startsWith(`/api/v1/nodes/${t.name}`) && body.includes('"unschedulable":null'));
+    try {
+      const run = upgradeNode(withKubeconfig(upgradeArgs(t, bed().containerd.new, ['--hook-before-drain', 'exit 3']), api.kubeconfig));
+      await api.held;
+      // Meanwhile another run takes the Lease over and starts on the node (its first write marks it).
+      await patchLease(t, { holderIdentity: FOREIGN, renewTime: microTime(Date.now()) });
+      await kubectl('label', 'node', t.name, 'node-maint.io/state=preflight', '--overwrite');
+      await new Promise((r) => setTimeout(r, 5_000));
+      api.release();
+      const result = await run;
+      expect(result.code, result.stderr).toBe(16);
+      expect(report(result).rollback.find((r: any) => r.step === 'cordon')).toBeUndefined();
+      expect(await schedulable(t)).toBe(false);
+      expect((await lease(t.name)).holder).toBe(FOREIGN);
+    } finally {
+      await api.close();
+      await patchLease(t, { holderIdentity: null });
+    }
+    const again = await upgradeNode([...upgradeArgs(t, bed().containerd.new), '--rollback']);
+    expect(again.code, again.stderr).toBe(11);
+    await expectServing(t, bed().containerd.old);
   }));
 });
 

@@ -177,6 +177,29 @@ describe('preflight, before anything changes', () => {
     expect(report(allowed).steps[0].summary).toContain('control plane (label node-role.kubernetes.io/control-plane), allowed');
   }));
 
+  it.concurrent('--allow-control-plane on the node that holds the only kube-apiserver: refused (exit 10), nothing changed', onNode(async (t) => {
+    // The node made a kubeadm-style control plane: kubelet runs a static kube-apiserver pod from its manifests
+    // directory, and the API reports its mirror pod, the cluster's only one.
+    const config = '/var/lib/kubelet/config.yaml';
+    const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'kube-apiserver', namespace: 'kube-system', labels: { component: 'kube-apiserver', tier: 'control-plane' } }, spec: { ...pinnedPodSpec(t.name), nodeSelector: undefined, hostNetwork: true } };
+    await t.sh(`cp ${config} ${config}.t45 && echo 'staticPodPath: /etc/kubernetes/manifests' >> ${config} && mkdir -p /etc/kubernetes/manifests && printf '%s' '${JSON.stringify(manifest)}' > /etc/kubernetes/manifests/kube-apiserver.json && systemctl restart kubelet`);
+    const mirror = `kube-apiserver-${t.name}`;
+    try {
+      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', 'kube-system', mirror)).status.phase === 'Running', 120_000, `the mirror pod ${mirror}`);
+      const pid = (await t.sh('systemctl show -p MainPID --value kubelet')).trim();
+      const refused = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--allow-control-plane']));
+      expect(refused.code, refused.stderr).toBe(10);
+      expect(report(refused).error.message).toContain(`${t.name} holds the cluster's only kube-apiserver (${mirror}): the run would lose the API it works through; refused whatever --allow-control-plane says`);
+      expect(refused.stderr).not.toContain(stepLine('cordon'));
+      expect(await schedulable(t)).toBe(true);
+      expect((await t.sh('systemctl show -p MainPID --value kubelet')).trim()).toBe(pid);
+      expect((await lease(t.name)).holder).toBeUndefined();
+    } finally {
+      await t.sh(`rm -f /etc/kubernetes/manifests/kube-apiserver.json; mv ${config}.t45 ${config}; systemctl restart kubelet`);
+      await kubectl('-n', 'kube-system', 'delete', 'pod', mirror, '--ignore-not-found', '--wait=false');
+    }
+  }));
+
   it.concurrent('a runtime that does not answer: the audit says it could not audit (exit 15), never clean', onNode(async (t) => {
     await t.sh('systemctl stop containerd');
     const result = await auditNode([t.name, '--output', 'json', ...t.flags]);

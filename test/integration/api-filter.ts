@@ -14,12 +14,19 @@ export interface ApiFilter {
   kubeconfig: string;
   /** The paths asked for so far (method and path). */
   asked: string[];
+  /** Resolves when the first request `hold` matches has arrived; it is held (not passed on) until release(). */
+  held: Promise<void>;
+  /** Passes the held request on, as it came: a write delayed in the network, landing late. */
+  release(): void;
   close(): Promise<void>;
 }
 
+/** Which request to hold: its method, path and body. */
+export type HoldMatch = (method: string, path: string, body: string) => boolean;
+
 const field = (config: string, name: string) => Buffer.from(new RegExp(`${name}: (\\S+)`).exec(config)![1]!, 'base64');
 
-export async function apiFilter(hidden: string[]): Promise<ApiFilter> {
+export async function apiFilter(hidden: string[], hold: HoldMatch = () => false): Promise<ApiFilter> {
   const admin = readFileSync(bed().kubeconfig, 'utf8');
   const upstream = new URL(/server: (\S+)/.exec(admin)![1]!);
   const dir = mkdtempSync(join(tmpdir(), 'node-maint-api-filter-'));
@@ -27,9 +34,22 @@ export async function apiFilter(hidden: string[]): Promise<ApiFilter> {
     '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
   const cert = readFileSync(join(dir, 'cert.pem'));
   const asked: string[] = [];
-  const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (req, res) => {
+  let holding = false;
+  let arrived = () => undefined as void;
+  let release = () => undefined as void;
+  const held = new Promise<void>((r) => (arrived = r));
+  const released = new Promise<void>((r) => (release = r));
+  const server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, async (req, res) => {
     const path = req.url ?? '/';
     asked.push(`${req.method} ${path}`);
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    if (!holding && hold(req.method ?? '', path, body.toString('utf8'))) {
+      holding = true;
+      arrived();
+      await released;
+    }
     if (hidden.some((h) => path === h || path.startsWith(`${h}/`) || path.startsWith(`${h}?`))) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'the server could not find the requested resource', reason: 'NotFound', code: 404 }));
@@ -43,7 +63,7 @@ export async function apiFilter(hidden: string[]): Promise<ApiFilter> {
       answer.pipe(res);
     });
     out.on('error', () => res.destroy());
-    req.pipe(out);
+    out.end(body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const kubeconfig = join(dir, 'kubeconfig');
@@ -56,6 +76,8 @@ export async function apiFilter(hidden: string[]): Promise<ApiFilter> {
   return {
     kubeconfig,
     asked,
+    held,
+    release,
     close: () => new Promise<void>((r) => {
       server.closeAllConnections();
       server.close(() => r());

@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -150,19 +151,39 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs a runbook entry point as an operator would: zx, a child process, its exit code. */
-export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void) => void } = {}): Promise<CliResult> {
+/** What a test may do to a running entry point: kill it (SIGKILL), or signal its process group as a terminal does. */
+export interface Running {
+  kill: () => void;
+  /** The signal to the whole process group (Ctrl-C in a terminal sends SIGINT to all of it); when it was sent. */
+  signal: (name: NodeJS.Signals) => void;
+}
+
+/**
+ * Runs a runbook entry point as an operator would: zx, a child process in a process group of its own (as a shell's
+ * job is), its exit code; a process ended by a signal reports 128 + the signal's number, as a shell does.
+ */
+export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void, running: Running) => void } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('node_modules/.bin/zx', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('node_modules/.bin/zx', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
+    const running: Running = {
+      kill: () => child.kill('SIGKILL'),
+      signal: (name) => {
+        try {
+          process.kill(-child.pid!, name);
+        } catch {
+          // the group is gone already
+        }
+      },
+    };
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
-      options.onStderr?.(stderr, () => child.kill('SIGKILL'));
+      options.onStderr?.(stderr, running.kill, running);
     });
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 + (osConstants.signals[signal] ?? 0) : -1), stdout, stderr }));
   });
 }
 

@@ -33,7 +33,7 @@ export async function upgradeKilledAt(t: Target, version: string, line: string, 
     },
   });
   expect(fired, `never saw ${JSON.stringify(line)}:\n${result.stderr}`).toBe(true);
-  expect(result.code, result.stderr).toBe(128);
+  expect(result.code, result.stderr).toBe(137);
   return result;
 }
 

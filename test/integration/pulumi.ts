@@ -12,10 +12,22 @@ export interface PulumiStack {
   dir: string;
   configFile: string;
   run(args: string[], options?: { allowFailure?: boolean }): Promise<{ code: number; stdout: string; stderr: string; ms: number }>;
-  /** Starts a command and lets the test read its output while it runs, or kill it (its plugins too) as a lost runner would be. */
-  start(args: string[]): { output: () => string; done: Promise<number>; kill: () => void };
+  /** Starts a command and lets the test read its output while it runs, signal it, or kill it (its plugins too) as a lost runner would be. */
+  start(args: string[]): Started;
   set(key: string, value: string, secret?: boolean): Promise<void>;
   stateText(): string;
+}
+
+export interface Started {
+  pid: number;
+  output: () => string;
+  done: Promise<number>;
+  /** SIGKILL to the whole tree, plugins included: a runner machine lost. */
+  kill: () => void;
+  /** A signal to the `pulumi` process alone, as a terminal's Ctrl-C (SIGINT) or a CI job's timeout (SIGTERM) or kill -9 send it. */
+  signal: (name: NodeJS.Signals) => void;
+  /** The processes under it now (the language host, the program, the providers), from /proc. */
+  descendants: () => Array<{ pid: number; args: string }>;
 }
 
 export async function newStack(name: string): Promise<PulumiStack> {
@@ -67,7 +79,14 @@ export async function newStack(name: string): Promise<PulumiStack> {
           // gone already
         }
       });
-    return { output: () => output, done, kill };
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        process.kill(child.pid!, name);
+      } catch {
+        // gone already
+      }
+    };
+    return { pid: child.pid!, output: () => output, done, kill, signal, descendants: () => descendants(child.pid!).slice(1).map((pid) => ({ pid, args: commandLine(pid) })) };
   };
   const stack: PulumiStack = {
     dir,
@@ -117,6 +136,24 @@ function descendants(root: number): number[] {
   const tree = [root];
   for (let i = 0; i < tree.length; i++) tree.push(...(parents.get(tree[i]!) ?? []));
   return tree;
+}
+
+/** A process's command line, '' once it is gone. */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** A process's resident memory in KiB, undefined once it is gone. */
+export function residentKiB(pid: number): number | undefined {
+  try {
+    return Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Moves a file, also across filesystems. */

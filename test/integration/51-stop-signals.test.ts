@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import { bed, upgradeNode, waitFor, type CliResult } from './bed.js';
+import { clearFault, expectServing, FAULTS_DIR, lease, report, setFault, stepLine, upgradeArgs, type Target } from './faults.js';
+import { pinnedDeployment } from './fixtures.js';
+import { onLeasedNode, useNamespace } from './pool.js';
+
+// An operator stops a run as operators do: Ctrl-C in a terminal (SIGINT to the whole process group), SIGTERM from a CI
+// job's timeout or a service manager, SIGHUP from a closed session, Ctrl-C twice. Each case stops a run at a step of
+// its own, then checks what the operator is told and what the node is left as, then continues or rolls back.
+
+interface Stopped {
+  result: CliResult;
+  /** From the first signal to the process's end. */
+  msToEnd: number;
+}
+
+/**
+ * Runs the upgrade and, once `line` appears on its stderr, `delayMs` later (and once `when` holds, if given), sends
+ * `signals` to its process group, 300 ms apart.
+ */
+async function upgradeStoppedAt(t: Target, version: string, line: string, signals: NodeJS.Signals[], { delayMs = 0, when = async () => true } = {}): Promise<Stopped> {
+  let sentAt = 0;
+  const result = await upgradeNode(upgradeArgs(t, version), {
+    onStderr: (text, _kill, running) => {
+      if (sentAt || !text.includes(line)) return;
+      sentAt = -1;
+      void (async () => {
+        await new Promise((r) => setTimeout(r, delayMs));
+        await waitFor(when, 120_000, 'the moment to stop');
+        sentAt = Date.now();
+        signals.forEach((s, i) => setTimeout(() => running.signal(s), i * 300));
+      })();
+    },
+  });
+  expect(sentAt, `never saw ${JSON.stringify(line)}:\n${result.stderr}`).toBeGreaterThan(0);
+  return { result, msToEnd: Date.now() - sentAt };
+}
+
+/** What every single stop ends with: exit 18 within 30 s, the words on stderr and in the JSON, the Lease free, the run unfinished. */
+async function expectStopped(t: Target, { result, msToEnd }: Stopped, signal: string, step: string) {
+  expect(result.code, result.stderr).toBe(18);
+  expect(msToEnd).toBeLessThan(30_000);
+  expect(result.stderr).toContain(`node-maint: ${signal} received: stopping at the next safe point`);
+  const r = report(result);
+  expect(r).toMatchObject({ result: 'stopped', exitCode: 18, error: { code: 'stopped' } });
+  expect(r.error.message).toMatch(new RegExp(`^stopped by ${signal}`));
+  expect(r.next).toMatch(/^run the same command again to continue where it stopped \((from|before) .+\), or run it with --rollback to undo what the run did$/);
+  expect(r.nodeNow.cordoned).toBe(true);
+  const l = await lease(t.name);
+  expect(l.holder).toBeUndefined();
+  expect(l.journal).toMatchObject({ status: 'running', stopped: { by: signal, step } });
+  return r;
+}
+
+/** The runtime's units as systemd has them now. */
+const runtimeActive = async (t: Target) => (await t.sh(`systemctl is-active containerd ${t.flavour === 'docker' ? 'docker cri-docker' : ''} || true`)).trim().split('\n');
+
+describe('an operator stops a run', () => {
+  const ns = useNamespace();
+  it.concurrent('Ctrl-C (SIGINT to the process group) in the drain: stopped in it, cordoned; the same command finishes', onLeasedNode('docker', async (t) => {
+    const { new: version } = bed().containerd;
+    await pinnedDeployment(ns.name, `drain-${t.name}`, t.name, 2);
+    const stopped = await upgradeStoppedAt(t, version, stepLine('drain'), ['SIGINT'], { delayMs: 500 });
+    const r = await expectStopped(t, stopped, 'SIGINT', 'drain');
+    expect(r.steps.find((s: any) => s.name === 'drain').status).toBe('stopped');
+    expect(r.nodeNow).toMatchObject({ kubelet: 'running', running: [] });
+    expect(stopped.result.stderr).toContain('STOPPED after');
+    expect(r.rollback).toEqual([]);
+    expect(await runtimeActive(t)).toEqual(['active', 'active', 'active']);
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again)).toMatchObject({ result: 'upgraded', mode: 'resume' });
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('Ctrl-C during apt (a slow unpack): the install goes on on the node and starts the runtime; --rollback waits for it, then undoes the run', onLeasedNode('containerd', async (t) => {
+    const { old, faulty } = bed().containerd;
+    await clearFault(t, 'preinst-started');
+    await setFault(t, 'preinst-slow');
+    try {
+      // Stopped once dpkg is in the middle of the unpack (the fault hook's 30 s).
+      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+      const stopped = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT'], { when: unpacking });
+      const r = await expectStopped(t, stopped, 'SIGINT', 'upgrade-runtime');
+      // The truth as it stopped: the install still under way, named, with its deadline.
+      expect(r.nodeNow.running).toEqual([expect.stringMatching(/^PID \d+ \(install containerd=.+; its timeout ends it by .+\)$/)]);
+      expect(r.error.message).toContain('was still running after 15s and goes on on the node until it ends');
+      const back = await upgradeNode([...upgradeArgs(t, faulty), '--rollback']);
+      expect(back.code, back.stderr).toBe(11);
+      expect(back.stderr).toMatch(/waiting for this run's command\(s\) still running on the node from its earlier process: PID \d+ \(install containerd=/);
+      expect(report(back).result).toBe('rolled-back');
+    } finally {
+      await clearFault(t, 'preinst-slow');
+    }
+    expect(await runtimeActive(t)).toEqual(['active']);
+    await expectServing(t, old);
+  }));
+
+  it.concurrent('Ctrl-C in start-kubelet: kubelet left running; the same command finishes', onLeasedNode('containerd', async (t) => {
+    const { new: version } = bed().containerd;
+    await setFault(t, 'kubelet-start-delay', '20');
+    try {
+      const stopped = await upgradeStoppedAt(t, version, stepLine('start-kubelet'), ['SIGINT'], { delayMs: 1_000 });
+      const r = await expectStopped(t, stopped, 'SIGINT', 'start-kubelet');
+      expect(r.nodeNow).toMatchObject({ runtime: { containerd: 'running' }, packages: { containerd: version } });
+    } finally {
+      await clearFault(t, 'kubelet-start-delay');
+    }
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('SIGTERM in the teardown: kubelet stopped, said; --rollback starts it and uncordons', onLeasedNode('docker', async (t) => {
+    const { old, new: version } = bed().containerd;
+    const stopped = await upgradeStoppedAt(t, version, stepLine('teardown-sandboxes'), ['SIGTERM']);
+    const r = await expectStopped(t, stopped, 'SIGTERM', r0(stopped));
+    expect(r.nodeNow).toMatchObject({ kubelet: 'stopped', runtime: { containerd: 'running', docker: 'running', 'cri-docker': 'running' }, packages: { containerd: old } });
+    const back = await upgradeNode([...upgradeArgs(t, version), '--rollback']);
+    expect(back.code, back.stderr).toBe(11);
+    await expectServing(t, old);
+  }));
+
+  it.concurrent('SIGHUP (the session closed): stopped the same way; the same command finishes', onLeasedNode('any', async (t) => {
+    const { new: version } = bed().containerd;
+    const stopped = await upgradeStoppedAt(t, version, stepLine('clear-state'), ['SIGHUP']);
+    await expectStopped(t, stopped, 'SIGHUP', r0(stopped));
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('Ctrl-C twice: the process ends at once, the journal intact; the same command takes over and finishes', onLeasedNode('any', async (t) => {
+    const { new: version } = bed().containerd;
+    await pinnedDeployment(ns.name, `twice-${t.name}`, t.name, 2);
+    const { result, msToEnd } = await upgradeStoppedAt(t, version, stepLine('drain'), ['SIGINT', 'SIGINT'], { delayMs: 300 });
+    expect(result.code, result.stderr).toBe(130);
+    expect(msToEnd).toBeLessThan(5_000);
+    expect(result.stderr).toContain('node-maint: SIGINT received again: ending now. The journal on the node\'s Lease is intact');
+    expect((await lease(t.name)).journal.status).toBe('running');
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain('taking over the Lease from');
+    await expectServing(t, version);
+  }));
+});
+
+/** The step the stop landed in: the one the report marks stopped, else "before" the next one. */
+function r0({ result }: Stopped): string {
+  const steps = report(result).steps as Array<{ name: string; status: string }>;
+  return steps.find((s) => s.status === 'stopped')?.name ?? `before ${steps.find((s) => s.status === 'not-run')?.name}`;
+}
