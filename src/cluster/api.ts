@@ -217,7 +217,13 @@ export class Cluster {
             const lines = buffer.split('\n');
             buffer = lines.pop()!;
             for (const line of lines.filter(Boolean)) {
-              const event = JSON.parse(line) as { type: string; object: T };
+              let event: { type: string; object: T };
+              try {
+                event = JSON.parse(line) as typeof event;
+              } catch {
+                req.destroy();
+                return reject(new ApiError(res.statusCode ?? 0, 'MalformedAnswer', `GET ${url.pathname} (watch): an event that is not JSON: ${JSON.stringify(line.slice(0, 120))}`));
+              }
               onEvent(event.type, event.object);
             }
           });
@@ -267,7 +273,14 @@ export class Cluster {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) return resolve((text ? JSON.parse(text) : {}) as T);
+          if (status >= 200 && status < 300) {
+            // A proxy's HTML page or a cut body is this call's error, never an exception in a handler nobody awaits.
+            try {
+              return resolve((text ? JSON.parse(text) : {}) as T);
+            } catch {
+              return reject(new ApiError(status, 'MalformedAnswer', `${method} ${url.pathname}: ${status} with an answer that is not JSON: ${JSON.stringify(text.slice(0, 120))}`, { path: url.pathname }));
+            }
+          }
           let reason = '';
           let message = text.slice(0, 300);
           try {

@@ -22,6 +22,11 @@ export interface Node {
   };
 }
 
+export interface NodeSelectorTerm {
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+  matchFields?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
 export interface Pod {
   metadata: ObjectMeta;
   spec: {
@@ -30,6 +35,7 @@ export interface Pod {
     volumes?: Array<{ name: string; emptyDir?: unknown }>;
     terminationGracePeriodSeconds?: number;
     nodeSelector?: Record<string, string>;
+    affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
     tolerations?: Array<{ key?: string; operator?: string; effect?: string }>;
   };
   status?: {

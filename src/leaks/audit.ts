@@ -40,7 +40,7 @@ export function auditNode(input: AuditInput): AuditReport {
   const nowMs = input.nowMs ?? state.now * 1000;
   const excused = excusedTerminating(state, pods ?? [], nowMs, input.skipWaitForDeleteTimeoutSeconds ?? 0);
   const ipam = detectIpamLeaks(state, live, podCidrs);
-  const whereabouts = input.whereabouts ? detectWhereaboutsLeaks(input.whereabouts, live, pods) : { node: [], cluster: [] };
+  const whereabouts = input.whereabouts ? detectWhereaboutsLeaks(input.whereabouts, live, pods) : { node: [], cluster: [], cannotTell: [] };
   const findings = [
     ...ipam.findings,
     ...detectCacheLeaks(state, live),
@@ -67,6 +67,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ranges: ipam.ranges,
     leftAlone: [
       leftAloneLine(state),
+      whereabouts.cannotTell.length > 0 ? `${whereabouts.cannotTell.length} whereabouts allocation(s) that name no pod and whose container is not this node's: cannot tell whose, left alone: ${whereabouts.cannotTell.join(', ')}` : '',
       excused.size > 0 ? `${excused.size} pod(s) held Terminating by a finalizer, nothing of them left in the runtime (--skip-wait-for-delete-timeout): ${[...excused].join(', ')}` : '',
     ].filter(Boolean),
     counts: {

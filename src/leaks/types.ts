@@ -32,6 +32,13 @@ export interface Finding {
   evidence: Evidence;
 }
 
+/** What became of one finding a reclaim released through the API (Calico's or whereabouts' records). */
+export interface ReleaseOutcome {
+  finding: Finding;
+  verdict: 'freed' | 'changed' | 'kept' | 'failed';
+  detail: string;
+}
+
 /** Per host-local range of a network, from the network's own IPAM config: a kubenet /25 has 125 usable addresses. */
 export interface MeasuredRange {
   network: string;

@@ -21,12 +21,26 @@ interface Controller {
 
 const UNSCHEDULABLE = 'node.kubernetes.io/unschedulable';
 
+type Requirement = { key: string; operator: string; values?: string[] };
+const onlyThisNode = (key: string, node: string) => (r: Requirement) => r.key === key && r.operator === 'In' && r.values?.length === 1 && r.values[0] === node;
+
+/**
+ * The pod may run on this node only, however it says so: a nodeSelector on its hostname, or a required node affinity
+ * each of whose terms (ORed) pins it here, by the hostname label or by `metadata.name` (matchFields, as DaemonSet-like
+ * controllers and some operators write it).
+ */
+export function selectsOnly(pod: Pod, node: string): boolean {
+  if (pod.spec.nodeSelector?.['kubernetes.io/hostname'] === node) return true;
+  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  return terms.length > 0 && terms.every((t) => (t.matchExpressions ?? []).some(onlyThisNode('kubernetes.io/hostname', node)) || (t.matchFields ?? []).some(onlyThisNode('metadata.name', node)));
+}
+
 /** The pod tolerates the cordon's taint and may run on this node only: the scheduler puts its replacement back here. */
 export function comesBackByScheduler(pod: Pod, node: string): boolean {
   const tolerates = (pod.spec.tolerations ?? []).some(
     (t) => (t.key === UNSCHEDULABLE || (t.key === undefined && t.operator === 'Exists')) && (t.effect === undefined || t.effect === '' || t.effect === 'NoSchedule'),
   );
-  return tolerates && pod.spec.nodeSelector?.['kubernetes.io/hostname'] === node;
+  return tolerates && selectsOnly(pod, node);
 }
 
 const controllerRef = (meta: ObjectMeta) => meta.ownerReferences?.find((o) => o.controller);

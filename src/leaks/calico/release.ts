@@ -1,20 +1,14 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
 import { addressAt } from '../../node/cni/host-local.js';
-import type { Finding } from '../types.js';
+import type { Finding, ReleaseOutcome } from '../types.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
 
 // Releases Calico IPAM leaks through the CRDs, each write conditional on the resourceVersion it was decided on:
 // a concurrent allocation makes the write fail (409) instead of being overwritten.
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
-export interface CalicoOutcome {
-  finding: Finding;
-  verdict: 'freed' | 'changed' | 'kept' | 'failed';
-  detail: string;
-}
-
-export async function releaseCalico(cluster: Cluster, findings: Finding[]): Promise<CalicoOutcome[]> {
-  const outcomes: CalicoOutcome[] = [];
+export async function releaseCalico(cluster: Cluster, findings: Finding[]): Promise<ReleaseOutcome[]> {
+  const outcomes: ReleaseOutcome[] = [];
   for (const f of findings) {
     try {
       if (f.class === 'calico-ip-leaked') outcomes.push(await releaseIp(cluster, f));
@@ -28,7 +22,7 @@ export async function releaseCalico(cluster: Cluster, findings: Finding[]): Prom
   return outcomes;
 }
 
-async function releaseIp(cluster: Cluster, f: Finding): Promise<CalicoOutcome> {
+async function releaseIp(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
   const path = `${GROUP}/ipamblocks/${f.evidence.block}`;
   const block = await cluster.get<IpamBlock>(path);
   const ordinal = Number(f.evidence.ordinal);
@@ -68,14 +62,14 @@ async function decrementHandle(cluster: Cluster, handleId: string, cidr: string)
   }
 }
 
-async function deleteHandle(cluster: Cluster, f: Finding): Promise<CalicoOutcome> {
+async function deleteHandle(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
   await cluster.request('DELETE', `${GROUP}/ipamhandles/${f.evidence.handle}`, {
     preconditions: { uid: f.evidence.uid, resourceVersion: f.evidence.resourceVersion },
   });
   return { finding: f, verdict: 'freed', detail: `deleted handle ${f.evidence.handleID}` };
 }
 
-async function releaseAffinity(cluster: Cluster, f: Finding): Promise<CalicoOutcome> {
+async function releaseAffinity(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
   if (Number(f.evidence.allocations) > 0) {
     return { finding: f, verdict: 'kept', detail: 'its block still has allocations: release those first (as calico-kube-controllers does)' };
   }

@@ -7,11 +7,11 @@ import { detectNetwork } from '../../node/cni/network-mode.js';
 import { detectFlavor } from '../../node/runtime/flavor.js';
 import { run } from '../../node/transport/types.js';
 import type { Transport } from '../../node/transport/types.js';
-import { releaseCalico, type CalicoOutcome } from '../calico/release.js';
+import { releaseCalico } from '../calico/release.js';
 import { releaseWhereabouts } from '../whereabouts/release.js';
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
-import type { AuditReport } from '../types.js';
+import type { AuditReport, ReleaseOutcome } from '../types.js';
 import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
 import { parseReclaimOutput, reclaimScript, type ReclaimOutcome } from './script.js';
 
@@ -32,8 +32,8 @@ export interface ReclaimResult {
   before: AuditReport;
   plan: ReclaimPlan;
   outcomes: ReclaimOutcome[];
-  calico: CalicoOutcome[];
-  whereabouts: CalicoOutcome[];
+  calico: ReleaseOutcome[];
+  whereabouts: ReleaseOutcome[];
   after: AuditReport;
   backupDir: string;
 }

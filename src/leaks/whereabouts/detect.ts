@@ -9,11 +9,19 @@ import type { WhereaboutsAllocation, WhereaboutsView } from './types.js';
 // its allocation stays, and the address is never handed out again. Pure, over one read of the pools and the pods.
 // An allocation is this node's when its pod is bound here; one whose pod is gone belongs to no node known any more, so
 // it fails no node's audit, while every audit of a node on that range shows it (and reclaim releases it).
-export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, podsOnNode: Pod[] | undefined): { node: Finding[]; cluster: Finding[] } {
+export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, podsOnNode: Pod[] | undefined): { node: Finding[]; cluster: Finding[]; cannotTell: string[] } {
   const here = new Map((podsOnNode ?? []).map((p) => [podKey(p), p]));
   const node: Finding[] = [];
   const cluster: Finding[] = [];
+  const cannotTell: string[] = [];
   for (const a of view.allocations) {
+    const held = live.sandboxIds.has(a.containerId) || live.attachedContainers.has(a.containerId);
+    // Older whereabouts, and ADDs made without K8S_POD_* arguments, name no pod: only its container can say whose it
+    // is, and only when it lives here; anywhere else it may be a live container of another node, never a leak of ours.
+    if (!a.podRef) {
+      if (!held) cannotTell.push(`${a.ip} (whereabouts pool ${a.namespace}/${a.pool}, container ${short(a.containerId)})`);
+      continue;
+    }
     const pod = here.get(a.podRef);
     if (pod) {
       // A pod with no IP yet may be in its ADD right now (its allocation is made before its sandbox is listed); a pod
@@ -21,13 +29,13 @@ export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, po
       const inFlight = !isTerminal(pod) && podIps(pod).length === 0 && !pod.metadata.deletionTimestamp;
       if (inFlight || ownerAlive(live, a.containerId, a.ip)) continue;
       node.push(leak(a, `${a.podRef}, bound here, whose sandbox is gone`));
-    } else if (!podsOnNode || live.sandboxIds.has(a.containerId) || live.attachedContainers.has(a.containerId)) {
+    } else if (!podsOnNode || held) {
       continue;
     } else if (!view.pods.has(a.podRef)) {
       cluster.push(leak(a, `${a.podRef}, which no longer exists`));
     }
   }
-  return { node, cluster };
+  return { node, cluster, cannotTell };
 }
 
 const short = (id: string) => id.slice(0, 12) || '(empty)';

@@ -21,7 +21,7 @@ export function allocationsOf(pools: IpPool[], ranges: string[]): WhereaboutsAll
       const ip = addressAt(range, Number(offset));
       if (ip === undefined) return [];
       const { name, namespace = '', resourceVersion = '' } = pool.metadata;
-      return [{ pool: name, namespace, range, offset, ip, containerId: a.id, podRef: a.podref, ifName: a.ifname ?? '', resourceVersion }];
+      return [{ pool: name, namespace, range, offset, ip, containerId: a.id ?? '', podRef: a.podref ?? '', ifName: a.ifname ?? '', resourceVersion }];
     });
   });
 }

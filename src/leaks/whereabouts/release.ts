@@ -1,6 +1,5 @@
 import { ApiError, isNotFound, type Cluster } from '../../cluster/api.js';
-import type { CalicoOutcome as ReleaseOutcome } from '../calico/release.js';
-import type { Finding } from '../types.js';
+import type { Finding, ReleaseOutcome } from '../types.js';
 import { WHEREABOUTS_GROUP } from './read.js';
 import type { IpPool, OverlappingRangeIpReservation } from './types.js';
 
@@ -32,7 +31,8 @@ async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: stri
   const entry = current.spec.allocations?.[offset!];
   if (entry?.id !== containerId) return { finding: f, verdict: 'changed', detail: `${ip} in pool ${namespace}/${pool} no longer names container ${containerId!.slice(0, 12)}; not touched` };
   const reservation = await reservationOf(cluster, current, String(ip));
-  const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : r.spec.podref === pod);
+  // By its container when it names one, else by its pod, never by a pod neither names (older whereabouts write none).
+  const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : !!pod && r.spec.podref === pod);
   await save(`whereabouts-${namespace}-${pool}-${offset}.json`, { pool: { metadata: current.metadata, allocation: { [offset!]: entry } }, reservation });
   const escaped = offset!.replace(/~/g, '~0').replace(/\//g, '~1');
   await cluster.request('PATCH', poolPath, [

@@ -4,7 +4,7 @@ import type { ObjectMeta } from '../../cluster/types.js';
 // a pod IP is an entry of spec.allocations keyed by its offset from the range's first address.
 export interface IpPool {
   metadata: ObjectMeta;
-  spec: { range: string; allocations?: Record<string, { id: string; podref: string; ifname?: string }> | null };
+  spec: { range: string; allocations?: Record<string, { id: string; podref?: string; ifname?: string }> | null };
 }
 
 /** The cluster-wide reservation of an IP (enable_overlapping_ranges, the default), named after the IP. */
@@ -21,6 +21,7 @@ export interface WhereaboutsAllocation {
   offset: string;
   ip: string;
   containerId: string;
+  /** namespace/name of its pod; '' when whereabouts recorded none (older versions, ADDs without K8S_POD_* arguments). */
   podRef: string;
   ifName: string;
   resourceVersion: string;

@@ -50,4 +50,17 @@ describe('controllers that put evicted pods straight back on the node', () => {
     expect(comesBackByScheduler(pod('p', undefined, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }], nodeSelector: { zone: 'a' } }), 'n1')).toBe(false);
     expect(comesBackByScheduler(pod('p', undefined, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }], nodeSelector: { 'kubernetes.io/hostname': 'n1' } }), 'n1')).toBe(true);
   });
+
+  it('reads every way a pod can be held to one node: a required node affinity on metadata.name (matchFields) or the hostname label', () => {
+    const all = [{ operator: 'Exists' }];
+    const affinity = (...terms: object[]) => ({ tolerations: all, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } }) as Partial<Pod['spec']>;
+    const byName = (values: string[]) => ({ matchFields: [{ key: 'metadata.name', operator: 'In', values }] });
+    const byHostname = (values: string[]) => ({ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values }] });
+    expect(comesBackByScheduler(pod('p', undefined, affinity(byName(['n1']))), 'n1')).toBe(true);
+    expect(comesBackByScheduler(pod('p', undefined, affinity(byHostname(['n1']), byName(['n1']))), 'n1')).toBe(true);
+    // Another node allowed by a value, or by another term: the scheduler can place it there.
+    expect(comesBackByScheduler(pod('p', undefined, affinity(byName(['n1', 'n2']))), 'n1')).toBe(false);
+    expect(comesBackByScheduler(pod('p', undefined, affinity(byName(['n1']), byHostname(['n2']))), 'n1')).toBe(false);
+    expect(comesBackByScheduler(pod('p', undefined, affinity({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] })), 'n1')).toBe(false);
+  });
 });

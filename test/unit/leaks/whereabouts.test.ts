@@ -87,6 +87,19 @@ describe('whereabouts leaks', () => {
     expect(found(emptyState(), v, [failed])).toEqual({ node: ['10.210.0.40 demo/job'], cluster: [] });
   });
 
+  it('an allocation that names no pod (older whereabouts) is judged by its container: live here, or left alone as "cannot tell", never a leak', () => {
+    const noPod = (allocations: Record<string, number>): IpPool => ({ ...pool({}), spec: { range: RANGE, allocations: Object.fromEntries(Object.entries(allocations).map(([o, c]) => [o, { id: id(c) }])) } });
+    const v = view([noPod({ '11': 1, '50': 50 })], ['demo/p1']);
+    const r = detectWhereaboutsLeaks(v, liveness(live, [podOn('p1', '10.210.0.11')]), [podOn('p1', '10.210.0.11')]);
+    // Its undefined pod is no pod "that no longer exists": a live container of another node keeps its address.
+    expect([r.node, r.cluster]).toEqual([[], []]);
+    expect(r.cannotTell).toEqual([`10.210.0.50 (whereabouts pool kube-system/10.210.0.0-16, container ${id(50).slice(0, 12)})`]);
+    const state = emptyState({ sandboxes: [sandbox(1, 'p1')], cniConfFiles: [conf({ type: 'whereabouts', range: RANGE })] });
+    const audit = auditNode({ node: 'n', state, pods: [podOn('p1', '10.210.0.11')], whereabouts: v });
+    expect(audit.clusterFindings).toEqual([]);
+    expect(audit.leftAlone.join('\n')).toContain('1 whereabouts allocation(s) that name no pod and whose container is not this node\'s: cannot tell whose, left alone: 10.210.0.50');
+  });
+
   it('a runtime that did not answer judges nothing dead on the node', () => {
     const v = view([pool({ '12': [9, 'demo/p1'] })], ['demo/p1']);
     expect(found(emptyState({ runtimeReachable: false }), v)).toEqual({ node: [], cluster: [] });
