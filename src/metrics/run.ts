@@ -1,4 +1,4 @@
-import type { RunReport } from '../runbook/report.js';
+import { statusLabel, type RunReport } from '../runbook/report.js';
 import { Exposition } from './gauges.js';
 
 // The last run of the runbook on a node, as Prometheus gauges for node-exporter's textfile collector.
@@ -14,7 +14,8 @@ export async function runMetrics(report: RunReport, finishedAt = Date.now()): Pr
   m.gauge('node_maint_last_run_timestamp_seconds', 'When the last run ended.', ['node']).set(node, Math.round(finishedAt / 1000));
   m.gauge('node_maint_last_run_duration_seconds', 'How long the last run took.', ['node']).set(node, report.durationMs / 1000);
   const steps = m.gauge('node_maint_last_run_step_duration_seconds', 'How long each step of the last run took, with how it ended.', ['node', 'step', 'status']);
-  for (const s of report.steps) if (s.status !== 'not-run') steps.set({ ...node, step: s.name, status: s.status }, s.durationMs / 1000);
+  // The status as the report's text names it ("checked" for a preflight that changed nothing), in one word.
+  for (const s of report.steps) if (s.status !== 'not-run') steps.set({ ...node, step: s.name, status: statusLabel(s.name, s.status).replace(/ /g, '-').toLowerCase() }, s.durationMs / 1000);
   return m.text();
 }
 

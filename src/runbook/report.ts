@@ -104,10 +104,12 @@ export function renderReport(report: RunReport): string {
   const title = report.dryRun ? 'Dry run (nothing changed)' : 'Run';
   const how = report.mode === 'resume' ? ', resumed' : report.mode === 'rollback' ? ', rollback of an unfinished run' : '';
   lines.push(`${title} on node ${report.node}: ${report.result} (exit ${report.exitCode}) in ${(report.durationMs / 1000).toFixed(1)}s, run ${report.runId}${how}`);
-  const versions = Object.keys(report.versions.target).map((p) => {
-    const before = report.versions.before[p] ?? 'not installed';
-    const after = report.versions.after[p] ?? before;
-    return `  ${p}: ${before} -> ${report.dryRun ? report.versions.target[p] : after}${report.dryRun ? ' (planned)' : ''}`;
+  const versions = Object.entries(report.versions.target).map(([p, target]) => {
+    const named = (v: string | undefined) => (v === undefined ? 'unknown' : v || 'not cleanly installed');
+    const before = named(report.versions.before[p]);
+    if (report.dryRun) return `  ${p}: ${before} -> ${target} (planned)`;
+    const after = named(report.versions.after[p]);
+    return after === before && after !== target ? `  ${p}: ${before}, unchanged (asked for ${target})` : `  ${p}: ${before} -> ${after}`;
   });
   lines.push('Packages:', ...versions);
   lines.push('Steps:');

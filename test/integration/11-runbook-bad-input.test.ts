@@ -56,6 +56,16 @@ describe('upgrade-node refuses bad input with its documented exit code and chang
     expect(await nodeFingerprint(t)).toEqual(before);
   });
 
+  it('a version the node cannot install: the report says what is installed and what was asked, text and JSON', async () => {
+    const installed = bed().containerd.old;
+    const text = await upgradeNode([t.name, '--to', 'containerd=1.6.99~ds1-1', ...DRAIN_FLAGS, ...t.flags]);
+    expect(text.code, text.stderr).toBe(10);
+    expect(text.stdout).toContain(`  containerd: ${installed}, unchanged (asked for 1.6.99~ds1-1)`);
+    const json = await upgradeNode([t.name, '--to', 'containerd=1.6.99~ds1-1', '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+    expect(JSON.parse(json.stdout).versions).toEqual({ before: { containerd: installed }, target: { containerd: '1.6.99~ds1-1' }, after: { containerd: installed } });
+    expect(await nodeFingerprint(t)).toEqual(before);
+  });
+
   it('--output json carries the error for machines', async () => {
     const result = await upgradeNode(['no-such-node', '--to', target(), '--output', 'json', ...t.flags]);
     expect(result.code).toBe(3);

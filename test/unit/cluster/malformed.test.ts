@@ -10,8 +10,8 @@ describe('a malformed answer of the API', () => {
   let kubeconfig: string;
   beforeAll(async () => {
     ({ server, kubeconfig } = await loopbackApi((req, res) => {
-      if (req.url?.includes('watch=1')) return res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"type":"ADDED","object":{}}\n<html>\n');
-      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html>sign in</html>');
+      if (req.url?.includes('watch=1')) res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"type":"ADDED","object":{}}\n<html>\n');
+      else res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html>sign in</html>');
     }));
   });
   afterAll(() => server.close());

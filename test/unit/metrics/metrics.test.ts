@@ -60,7 +60,7 @@ describe('the last run as Prometheus gauges', () => {
       durationMs: 42_500,
       versions: { before: { containerd: '1.6.20~ds1-1+deb12u2' }, target: { containerd: '1.6.20~ds1-1+deb12u3' }, after: {} },
       steps: [
-        { name: 'preflight', status: 'done', durationMs: 1200 },
+        { name: 'preflight', status: 'nothing-to-do', durationMs: 1200 },
         { name: 'upgrade-runtime', status: 'rolled-back', durationMs: 30_000 },
         { name: 'verify', status: 'not-run', durationMs: 0 },
       ],
@@ -72,5 +72,7 @@ describe('the last run as Prometheus gauges', () => {
     expect(sample(text, 'node_maint_last_run_timestamp_seconds{node="fleet-1"}')).toBe(1_764_050_000);
     expect(sample(text, 'node_maint_last_run_step_duration_seconds{node="fleet-1",step="upgrade-runtime",status="rolled-back"}')).toBe(30);
     expect(text).not.toContain('step="verify"');
+    // As the report's text says it: a preflight that changed nothing "checked".
+    expect(sample(text, 'node_maint_last_run_step_duration_seconds{node="fleet-1",step="preflight",status="checked"}')).toBe(1.2);
   });
 });
