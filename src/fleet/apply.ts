@@ -2,8 +2,7 @@ import { Cluster } from '../cluster/api.js';
 import { readLease } from '../cluster/lease.js';
 import { describeUnfinished, journalOf } from '../runbook/journal.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
-import { readInstalledVersions } from '../node/packages/index.js';
-import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
+import { withTransport } from './connection.js';
 import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
@@ -50,29 +49,6 @@ export interface NodeUpgradeInputs {
   fleet?: string;
   /** The runbook runs as this ServiceAccount, with a token the stack's credentials ask for, valid `seconds`. */
   runAs?: { namespace: string; name: string; seconds: number };
-}
-
-function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
-  if (connection.kind === 'docker-exec') return connection;
-  const [host = '', port] = (connection.bastion ?? '').split(':');
-  return {
-    kind: 'ssh',
-    host: connection.host,
-    port: connection.port,
-    user: connection.user,
-    knownHostsPath: connection.knownHosts,
-    privateKey: sshKey,
-    bastion: connection.bastion ? { host, port: port ? Number(port) : 22 } : undefined,
-  };
-}
-
-async function withTransport<T>(connection: NodeConnection, sshKey: string | undefined, fn: (t: Transport) => Promise<T>): Promise<T> {
-  const transport = await openTransport(transportSpec(connection, sshKey));
-  try {
-    return await fn(transport);
-  } finally {
-    await transport.close();
-  }
 }
 
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {
@@ -123,12 +99,4 @@ export async function notifyNodeEnd(webhook: string | undefined, inputs: NodeUpg
 export async function markSkipped(inputs: NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   await new NodeMarker(cluster, inputs.node, runId, (line) => log(`[${inputs.node}] ${line}`)).skipped(reason);
-}
-
-/** The installed versions of the target packages, read-only. */
-export async function observeVersions(connection: NodeConnection, sshKey: string | undefined, packages: string[]): Promise<Record<string, string>> {
-  return withTransport(connection, sshKey, async (transport) => {
-    const installed = await readInstalledVersions(transport, packages);
-    return Object.fromEntries(packages.map((p) => [p, installed[p] || 'not installed']));
-  });
 }

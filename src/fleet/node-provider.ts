@@ -22,6 +22,8 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
   later?: LaterNodes;
   /** The unfinished run a killed `pulumi up` left on the node ("run R, running"): it is a change, whatever the versions. */
   unfinished?: string;
+  /** The wave it runs in (0 first), kept in its outputs: the waves it ran in, not a plan that changes with pod counts. */
+  wave?: number;
 };
 
 /** The side effects of a node's run, one seam for tests. */
@@ -49,7 +51,7 @@ export interface RunNodeOptions {
 
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
 export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line) => console.error(line), runs = FLEET_RUNS, stop: cancel = NEVER_STOPPED }: RunNodeOptions = {}) {
-  const { sshKey, observed, webhook, later, unfinished: _, ...rest } = inputs;
+  const { sshKey, observed, webhook, later, unfinished: _, wave: __, ...rest } = inputs;
   void observed;
   const fleetName = rest.fleet ?? 'fleet';
   runs.started(fleetName, inputs.node);
@@ -101,6 +103,7 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
   const outs = {
     node: inputs.node,
     targets: inputs.targets,
+    wave: inputs.wave ?? null,
     result: undrainable === undefined ? report.result : SKIPPED_RESULT,
     skipped: undrainable ?? null,
     runId: report.runId,

@@ -7,7 +7,8 @@ import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
 import type { Lease, Node, Pod } from '../cluster/types.js';
 import { describeUnfinished, journalOf } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
-import { observeVersions, type NodeConnection } from './apply.js';
+import type { NodeConnection } from './apply.js';
+import { notOffered, observeNode, type ObservedNode } from './observe.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
@@ -55,14 +56,14 @@ function connectionFor(config: FleetConfig, node: Node): NodeConnection {
   };
 }
 
-/** Installed versions per node, read-only, a few nodes at a time; undefined where the node cannot be reached. */
-async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<Record<string, string> | string>> {
-  const out: Array<Record<string, string> | string> = new Array(nodes.length);
+/** What each node has and is offered, read-only, a few nodes at a time; why, where the node cannot be read. */
+async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<ObservedNode | string>> {
+  const out: Array<ObservedNode | string> = new Array(nodes.length);
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < nodes.length; i = next++) {
       try {
-        out[i] = await observeVersions(connections[i]!, config.sshKey, Object.keys(config.targets));
+        out[i] = await observeNode(connections[i]!, config.sshKey, config.targets);
       } catch (e) {
         out[i] = e instanceof RunbookError ? e.message : String(e);
       }
@@ -109,7 +110,7 @@ async function logHolds(cluster: Cluster, config: FleetConfig, now: Date): Promi
 
 /** A node whose versions could not be read is never planned as "unchanged" from the state: preview and up stop,
  * naming it and why; `up` tells the webhook the fleet failed before any node changed. */
-async function refuseUnobserved(nodes: Node[], observed: Array<Record<string, string> | string>, config: FleetConfig, fleet: string): Promise<void> {
+async function refuseUnobserved(nodes: Node[], observed: Array<ObservedNode | string>, config: FleetConfig, fleet: string): Promise<void> {
   const unread = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [`${n.metadata.name} (${observed[i]})`] : []));
   if (unread.length === 0) return;
   const noKey = !config.sshKey && nodes.some((n) => !config.dockerExec?.containers[n.metadata.name]);
@@ -139,9 +140,31 @@ async function unfinishedRuns(cluster: Cluster, namespace: string, names: string
   );
 }
 
-const atTargets = (seen: Record<string, string> | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen[p] === v);
+/** The nodes grouped by the wave each last ran in (from its outputs), in wave order. */
+function ranWaves(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Output<string[][]> {
+  return pulumi.all(Object.entries(resources).map(([name, r]) => r.wave.apply((w) => [name, w] as const))).apply((pairs) => {
+    const waves = new Map<number, string[]>();
+    for (const [name, w] of pairs) waves.set(w ?? Number.MAX_SAFE_INTEGER, [...(waves.get(w ?? Number.MAX_SAFE_INTEGER) ?? []), name]);
+    return [...waves].sort(([a], [b]) => a - b).map(([, names]) => names);
+  });
+}
 
+const atTargets = (seen: ObservedNode | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen.installed[p] === v);
+
+/**
+ * `pulumi up` and `pulumi preview`. A mistake in the config or the cluster the program can name (a ConfigError, a
+ * RunbookError) is said as an error of its own, without the "unhandled exception" and stack that would read as a crash.
+ */
 export default async function program() {
+  try {
+    return await planFleet();
+  } catch (e) {
+    if (e instanceof ConfigError || e instanceof RunbookError) throw new pulumi.RunError(e.message);
+    throw e;
+  }
+}
+
+async function planFleet() {
   const raw = pulumi.runtime.allConfig();
   const config = parseFleetConfig(raw, { secretKeys: Object.keys(raw).filter(isConfigSecret) });
   const cfg = new pulumi.Config(CONFIG_NAMESPACE);
@@ -149,12 +172,15 @@ export default async function program() {
   const nodes = await resolveNodes(cluster, config);
   const connections = nodes.map((n) => connectionFor(config, n));
   const observed = await observeAll(config, nodes, connections);
-  const fmt = (o: Record<string, string> | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o).map(([p, v]) => `${p} ${v}`).join(', '));
+  const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
   await refuseUnobserved(nodes, observed, config, fleet);
+  // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.
+  const unavailable = nodes.flatMap((n, i) => notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets));
+  if (unavailable.length > 0) throw new ConfigError('targets', `not installable on ${unavailable.length} node(s), so no node is planned or changed: ${unavailable.join('; ')}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
   const pods = await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod);
@@ -212,11 +238,12 @@ export default async function program() {
           soakSeconds: w < waves.length - 1 ? config.gates.soakSeconds : 0,
           hooks: config.hooks,
           fleet,
+          wave: w,
           later: later[w]!,
           ...(config.metrics ? { textfileDir: config.metrics.textfileDir } : {}),
           ...(config.maintenanceWindow ? { maintenanceWindow: config.maintenanceWindow } : {}),
           ...(runAs ? { runAs } : {}),
-          ...(typeof seen === 'object' ? { observed: seen } : {}),
+          ...(typeof seen === 'object' ? { observed: seen.installed } : {}),
           ...(unfinished.has(name) ? { unfinished: unfinished.get(name)! } : {}),
           ...(sshKey ? { sshKey } : {}),
           ...(config.webhook ? { webhook: pulumi.secret(config.webhook) } : {}),
@@ -227,7 +254,8 @@ export default async function program() {
   }
   const skipped = skippedNodes(resources);
   return {
-    waves: waveNames,
+    // The waves the nodes last ran in, from their outputs: a `pulumi up` that changes nothing changes no output either.
+    waves: ranWaves(resources),
     skipped,
     // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes. A
     // failed node ends the program (the engine stops it), so a failed fleet's end is told by the provider instead.

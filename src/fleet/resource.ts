@@ -12,6 +12,8 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   later?: LaterNodes;
   /** An unfinished run a stopped or killed `pulumi up` left on the node: finished first. */
   unfinished?: string;
+  /** Its wave, 0 first: the provider keeps it in the outputs of its last change. */
+  wave?: number;
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.
@@ -27,6 +29,8 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
   declare readonly durationMs: pulumi.Output<number>;
   /** Why the node was passed by (undrainable, with undrainable: skip); null when it was not. */
   declare readonly skipped: pulumi.Output<string | null>;
+  /** The wave it last ran in (0 first); null in the outputs of a version before waves were kept. */
+  declare readonly wave: pulumi.Output<number | null>;
 
   constructor(name: string, args: NodeRuntimeUpgradeArgs, opts?: pulumi.CustomResourceOptions) {
     super(

@@ -71,22 +71,28 @@ describe('pulumi up: fleet-wide runtime upgrades', () => {
     expect(up.stdout + up.stderr).not.toContain('PRIVATE KEY');
   });
 
-  it('a second pulumi up reports no changes', async () => {
+  it('a second pulumi up reports no changes, in resources or outputs, though the planned order changed meanwhile', async () => {
+    // The waves output says where the nodes ran, not a plan that moves with pod counts or the order.
+    await stack.set('order', JSON.stringify([names()[3]]));
     const again = await stack.run(['up', '--yes', '--skip-preview']);
     expect(again.stdout).toMatch(/5 unchanged/);
+    expect(again.stdout).not.toMatch(/~\s+waves/);
+    await stack.set('order', 'as-listed');
   });
 
   it('a failed pulumi up leaves the stack outputs of the last up that finished', async () => {
     const before = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
-    // A version no archive has: the first node's preflight refuses it, nothing changes, the up fails.
-    await stack.set('targets', JSON.stringify({ containerd: '9.9.9-1' }));
+    // Back to the old version, but the first node's before-drain hook fails: it rolls back, the up fails.
+    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.old }));
+    await stack.set('hooks', JSON.stringify({ beforeDrain: 'exit 3' }));
     try {
       const failed = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
       expect(failed.code).not.toBe(0);
-      expect(failed.stdout).toMatch(new RegExp(`${names()[0]}: failed \\(exit 10\\)`));
+      expect(failed.stdout).toMatch(new RegExp(`${names()[0]}: rolled-back \\(exit 11\\)`));
       expect(JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout)).toEqual(before);
     } finally {
       await stack.set('targets', JSON.stringify({ containerd: bed().containerd.new }));
+      await stack.run(['config', 'rm', 'node-maint:hooks', '--config-file', stack.configFile]);
     }
   });
 });
@@ -143,7 +149,23 @@ describe('pulumi preview with a bad fleet config', () => {
     expect(preview.code).not.toBe(0);
     expect(preview.stdout + preview.stderr).toContain('config node-maint:sshKey: is in the stack file in plain text, not a secret; run `pulumi config rm node-maint:sshKey`');
     expect(preview.stdout + preview.stderr).not.toContain(key.split('\n')[1]!);
+    // A config error of its own, not a crash: no "unhandled exception", no stack.
+    expect(preview.stdout + preview.stderr).not.toContain('failed with an unhandled exception');
+    expect(preview.stdout + preview.stderr).not.toMatch(/at \S+ \(.*\.js:\d+:\d+\)/);
     expect(await leaseOf()).toBe(leaseBefore);
+  });
+
+  it('a target version no node\'s sources offer fails preview, naming each node and what it is offered', async () => {
+    const stack = await newStack('nosuchversion');
+    const [first] = names() as [string];
+    await configureBedFleet(stack, [first], 1);
+    await stack.set('targets', JSON.stringify({ containerd: '1.6.99~ds1-1' }));
+    const preview = await stack.run(['preview'], { allowFailure: true });
+    const said = preview.stdout + preview.stderr;
+    expect(preview.code).not.toBe(0);
+    expect(said).toContain(`config node-maint:targets: not installable on 1 node(s), so no node is planned or changed: ${first}: containerd 1.6.99~ds1-1 is not offered by its package sources (they offer: `);
+    expect(said).toContain(bed().containerd.new);
+    expect(said).not.toContain('failed with an unhandled exception');
   });
 
   it('a control-plane node in the fleet is refused unless allowControlPlane is set', async () => {

@@ -1,0 +1,27 @@
+import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
+import type { NodeConnection } from './apply.js';
+
+// How the fleet reaches a node (the program's reads, the provider's runs): SSH, or docker exec for kind's nodes.
+function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
+  if (connection.kind === 'docker-exec') return connection;
+  const [host = '', port] = (connection.bastion ?? '').split(':');
+  return {
+    kind: 'ssh',
+    host: connection.host,
+    port: connection.port,
+    user: connection.user,
+    knownHostsPath: connection.knownHosts,
+    privateKey: sshKey,
+    bastion: connection.bastion ? { host, port: port ? Number(port) : 22 } : undefined,
+  };
+}
+
+/** A transport to the node for the length of `fn`. */
+export async function withTransport<T>(connection: NodeConnection, sshKey: string | undefined, fn: (t: Transport) => Promise<T>): Promise<T> {
+  const transport = await openTransport(transportSpec(connection, sshKey));
+  try {
+    return await fn(transport);
+  } finally {
+    await transport.close();
+  }
+}
