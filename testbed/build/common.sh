@@ -19,6 +19,10 @@ PATH=/usr/local/go/bin:$PATH
 
 log() { printf '[testbed %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# download_modules MODULE@VERSION...: into the module cache only, for files a module ships (kind's node files,
+# whereabouts' CRDs) where its binary is not needed.
+download_modules() { (cd "$TESTBED_CACHE" && go mod download "$@"); }
+
 # A wrapper module in a scratch dir; the caller writes go.mod and main package paths.
 wrapper_dir() { local d="$TESTBED_CACHE/wrappers/$1"; mkdir -p "$d"; echo "$d"; }
 

@@ -71,6 +71,16 @@ stop_bg() {
   rm -f "$TB_RUN/pids/$name.pid"
 }
 
+# timed NAME COMMAND...: runs the command in this shell and keeps how long it took, for the summary `timings` prints.
+TIMINGS=()
+timed() {
+  local name=$1 t=$SECONDS rc=0; shift
+  "$@" || rc=$?
+  TIMINGS+=("$name $((SECONDS - t))s")
+  return $rc
+}
+timings() { local IFS=','; echo "${TIMINGS[*]}" | sed 's/,/, /g'; }
+
 # wait_for DESCRIPTION SECONDS COMMAND...: polls until the command succeeds.
 wait_for() {
   local what=$1 secs=$2; shift 2
