@@ -65,7 +65,7 @@ function watch(): ProviderProcess {
   });
   if (!hears) log('node-maint: cannot hear the engine\'s Cancel with this @grpc/grpc-js: a cancelled `pulumi up` lets the nodes under way finish');
   const parent = process.ppid;
-  const engine = engineAddress(process.argv[2]);
+  const engine = process.argv.slice(2).map(engineAddress).find((a) => a !== undefined);
   const probe = setInterval(() => {
     if (process.ppid !== parent) return pulumiGone(`its parent process ${parent} is gone`);
     if (engine) refused(engine).then((no) => no && pulumiGone(`the engine at ${engine.host}:${engine.port} refuses connections`), () => undefined);
@@ -86,7 +86,7 @@ function watch(): ProviderProcess {
   };
 }
 
-/** The engine's address the host was started with ("127.0.0.1:PORT"), or undefined. */
+/** The engine's address the host was started with ("127.0.0.1:PORT", after any flags), or undefined. */
 export function engineAddress(arg: string | undefined): { host: string; port: number } | undefined {
   const m = /^([\w.-]+):(\d{1,5})$/.exec(arg ?? '');
   return m ? { host: m[1]!, port: Number(m[2]) } : undefined;

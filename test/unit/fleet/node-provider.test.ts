@@ -112,6 +112,38 @@ describe("a fleet node's run in the provider", () => {
   });
 });
 
+describe('a cancelled `pulumi up` in the provider', () => {
+  it('a node waiting on the alert gate gives up at once: not started, cancelled; the fleet\'s story ends', async () => {
+    const { deps, calls } = fakeDeps();
+    const stop = new AbortController();
+    // The gate waits as the real one does: until it may go, or the stop.
+    const waiting = {
+      ...deps,
+      beforeFleetNode: (_i: unknown, _l: unknown, o?: { signal?: AbortSignal }) =>
+        new Promise<never>((_r, reject) => (o?.signal?.aborted ? reject(new Error('stopped')) : o?.signal?.addEventListener('abort', () => reject(new Error('stopped'))))),
+    };
+    const run = runNode({ ...(inputs as object), fleet: 'p/s', later: { names: ['m'], count: 1 } } as never, { deps: waiting as NodeRunDeps, log: quiet, runs: new FleetRuns(), stop: stop.signal });
+    stop.abort('a Ctrl-C or SIGTERM on `pulumi up`');
+    await expect(run).rejects.toThrow('n: not started: cancelled by a Ctrl-C or SIGTERM on `pulumi up`');
+    expect(calls.at(-1)).toMatch(/^fleet fleet-failed: .*n: not started: cancelled by a Ctrl-C/);
+  });
+
+  it('a node not yet started when the cancel came never starts; one under way is stopped by its runbook and said so', async () => {
+    const stop = new AbortController();
+    stop.abort('the end of its `pulumi` process');
+    const cancelled = fakeDeps();
+    await expect(runNode(inputs, { deps: cancelled.deps, log: quiet, runs: new FleetRuns(), stop: stop.signal })).rejects.toThrow('n: not started: cancelled by the end of its `pulumi` process');
+    expect(cancelled.calls.some((c) => c.startsWith('upgrade'))).toBe(false);
+    const stopped = fakeDeps({ ended: { exitCode: 18, result: 'stopped', error: { code: 'stopped', message: 'stopped by the end of its `pulumi` process: no further change was started' } } as Partial<RunReport> });
+    await expect(run(stopped.deps)).rejects.toThrow('n: stopped (exit 18): stopped by the end of its `pulumi` process');
+  });
+
+  it('diff: a node with an unfinished run is a change even at its target versions', async () => {
+    const olds = { node: 'n', targets: { containerd: '2' } } as never;
+    expect((await diff('n', olds, { node: 'n', targets: { containerd: '2' }, observed: { containerd: '2' }, unfinished: 'run r1, running' } as never)).changes).toBe(true);
+  });
+});
+
 describe('check and diff (pure: `pulumi preview` changes nothing)', () => {
   it('diff: no change when the node is already at the targets; a change when it drifted or targets moved', async () => {
     const olds = { node: 'n', targets: { containerd: '2' }, versionsAfter: { containerd: '2' } } as never;
