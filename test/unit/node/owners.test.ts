@@ -32,7 +32,30 @@ describe('other CNI users on the node', () => {
     expect(s.foreign.ipam.map((d) => d.network)).toEqual(['podnet']);
     expect(s.cniCache.map((e) => e.networkName).sort()).toEqual(['kubenet', 'kubenet', 'macvlan-net']);
     expect(s.ipam.map((d) => d.network)).toEqual(['kubenet', 'macvlan-net']);
-    expect(leftAloneLine(s)).toBe("left alone: 2 CNI cache entries and 1 host-local directory (2 reservation(s)) of networks that are not Kubernetes' (podnet)");
+    expect(leftAloneLine(s)).toBe("left alone: 2 CNI cache entries and 1 host-local directory (2 reservation(s)) of networks that are not Kubernetes' (podnet); 2 network namespace(s) not named as kubelet's runtime names its sandboxes' (podman-1, podman-2)");
+  });
+
+  it('a live build\'s loopback (BuildKit\'s CNI worker, go-cni\'s cni-loopback with no pod) is BuildKit\'s: never replayed, never an orphan', () => {
+    const s = kubenetNode(1, 0);
+    s.processes['cri-dockerd'] = '/usr/bin/cri-dockerd --network-plugin=kubenet';
+    const build = `${'b'.repeat(60)}0001`;
+    s.cniCache.push({ path: `/var/lib/cni/results/cni-loopback-${build}-lo`, format: 'cniCacheV1', networkName: 'cni-loopback', containerId: build, ifName: 'lo', netns: `/var/lib/buildkit/net/cni/${build}`, cniArgs: [['IgnoreUnknown', '1']], ips: ['127.0.0.1'], mtime: 0 });
+    // A pod's loopback of the same name, its sandbox gone: Kubernetes' by its K8S_POD_* arguments.
+    s.cniCache.push({ path: `/var/lib/cni/results/cni-loopback-${id(9)}-lo`, format: 'cniCacheV1', networkName: 'cni-loopback', containerId: id(9), ifName: 'lo', cniArgs: [['K8S_POD_NAMESPACE', 'demo'], ['K8S_POD_NAME', 'gone']], ips: ['127.0.0.1'], mtime: 0 });
+    setAsideForeign(s);
+    expect(s.foreign.cniCache.map((e) => e.containerId)).toEqual([build]);
+    expect(s.cniCache.map((e) => e.containerId)).toContain(id(9));
+  });
+
+  it('a VPN or management namespace (interfaces, no process) is no leak; a pin named as containerd names its sandboxes\' is', () => {
+    const s = kubenetNode(1, 0);
+    s.netns.push('mgmt', 'cni-0f3e2a1b-9c8d-4e5f-a6b7-c8d9e0f1a2b3');
+    s.netnsActivity.mgmt = { ageSeconds: 3_600, processes: 0 };
+    s.netnsActivity['cni-0f3e2a1b-9c8d-4e5f-a6b7-c8d9e0f1a2b3'] = { ageSeconds: 3_600, processes: 0 };
+    setAsideForeign(s);
+    const report = auditNode({ node: 'n', state: s, pods: [podOn('p0', '10.128.0.2')], podCidr: '10.128.0.0/25' });
+    expect(report.findings.filter((f) => f.class === 'netns-orphan').map((f) => f.evidence.file)).toEqual(['/var/run/netns/cni-0f3e2a1b-9c8d-4e5f-a6b7-c8d9e0f1a2b3']);
+    expect(report.leftAlone.join('\n')).toContain("1 network namespace(s) not named as kubelet's runtime names its sandboxes' (mgmt)");
   });
 
   it('never lists podman\'s files to clear, nor its pins as leaks', () => {
