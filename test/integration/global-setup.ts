@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, readFileSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 
@@ -20,10 +21,11 @@ export default function setup(project: TestProject) {
   if (!up) execFileSync('bash', ['testbed/up'], { stdio: 'inherit' });
   project.provide('testbed', readFileSync(ENV, 'utf8'));
   // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
-  const kind = (verb: string) => execFileSync('bash', ['testbed/ctl', `kind-${verb}`], { stdio: 'inherit' });
   if (JSON.parse(readFileSync(ENV, 'utf8')).kind) {
-    kind('pause');
-    return () => kind('resume');
+    execFileSync('bash', ['testbed/ctl', 'kind-pause'], { stdio: 'inherit' });
+    // Thawed without blocking vitest's event loop: the thaw waits for the cluster to settle (10 s and more), and a
+    // blocked loop let vitest's 10 s timer for the last workers' exit fire first ("Timeout terminating forks worker").
+    return async () => void (await promisify(execFile)('bash', ['testbed/ctl', 'kind-resume']));
   }
   return undefined;
 }
