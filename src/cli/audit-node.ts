@@ -55,7 +55,8 @@ back in one round trip.
 
 Exit codes: 0 clean (after --reclaim: nothing left); 13 findings of this node (left); 15 could not verify (a check
 could not look, e.g. the runtime or the pod list did not answer; after --reclaim: nothing was done, or the audit after
-it could not verify); 9 the node's Lease is held by a run (--reclaim, nothing done); 2 usage; 3 node not found;
+it could not verify); 9 the node's Lease is held by a run (--reclaim, nothing done); 10 the kubeconfig's user lacks
+a permission --reclaim needs (asked first, nothing done; runbooks/rbac.yaml: node-maint-reclaim); 2 usage; 3 node not found;
 5 unreachable; 6 host key; 7 SSH authentication; 1 internal.`;
 
 /** What the command asked of the Kubernetes API (JSON output): its requests and the bytes of their answers. */

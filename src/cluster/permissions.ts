@@ -53,6 +53,24 @@ export function upgradePermissions(namespace: string, calico: boolean, whereabou
   ];
 }
 
+/**
+ * What audit-node --reclaim asks of the API: the audit's reads, the node's Lease (it holds it as a run does), and the
+ * writes that release Calico's and whereabouts' records where the cluster serves them. A run never needs those writes:
+ * runbooks/rbac.yaml grants them to a ServiceAccount of reclaim's own.
+ */
+export function reclaimPermissions(namespace: string, calico: boolean, whereabouts: boolean): Permission[] {
+  const writes = (group: string, resources: string[], verbs: string[]) => resources.flatMap((resource) => verbs.map((verb) => ({ verb, group, resource, write: true })));
+  return [
+    ...(calico ? [...CALICO_PERMISSIONS, ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
+    ...(whereabouts ? [...WHEREABOUTS_PERMISSIONS, ...writes('whereabouts.cni.cncf.io', ['ippools'], ['patch']), ...writes('whereabouts.cni.cncf.io', ['overlappingrangeipreservations'], ['delete'])] : []),
+    { verb: 'get', group: '', resource: 'nodes' },
+    { verb: 'list', group: '', resource: 'pods' },
+    { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace },
+    { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
+    { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
+  ];
+}
+
 export const describePermission = (p: Permission) =>
   `${p.verb} ${p.resource}${p.subresource ? `/${p.subresource}` : ''}${p.group ? `.${p.group}` : ''}${p.namespace ? ` in ${p.namespace}` : ''}`;
 
@@ -76,7 +94,7 @@ export async function deniedPermissions(cluster: Cluster, wanted: Permission[]):
 }
 
 /** Refuses the run (exit 10, nothing changed) when the identity lacks a permission it needs, naming each one. */
-export async function requirePermissions(cluster: Cluster, wanted: Permission[], who: string): Promise<void> {
+export async function requirePermissions(cluster: Cluster, wanted: Permission[], who: string, what = 'run'): Promise<void> {
   let denied: Permission[];
   try {
     denied = await deniedPermissions(cluster, wanted);
@@ -86,7 +104,7 @@ export async function requirePermissions(cluster: Cluster, wanted: Permission[],
   if (denied.length > 0) {
     throw new RunbookError(
       'preflight',
-      `${who} lacks ${denied.length} permission(s) the run needs: ${denied.map(describePermission).join(', ')}; nothing was changed. runbooks/rbac.yaml grants what node-maint needs`,
+      `${who} lacks ${denied.length} permission(s) the ${what} needs: ${denied.map(describePermission).join(', ')}; nothing was changed. runbooks/rbac.yaml grants what node-maint needs`,
     );
   }
 }

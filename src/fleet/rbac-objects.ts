@@ -7,18 +7,19 @@ export const SERVICE_ACCOUNT = 'node-maint';
 
 interface KubeObject {
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   roleRef?: { kind: string; name: string };
   subjects?: Array<{ namespace?: string }>;
 }
 
 /**
- * runbooks/rbac.yaml for a lease namespace. kube-system: as written. Another: its kube-system objects (the
+ * runbooks/rbac.yaml (the objects of upgrades, not reclaim's) for a lease namespace. kube-system: as written. Another: its kube-system objects (the
  * ServiceAccount, the Leases' and smoke pods' Role) go there, and every other object (the ClusterRole, the node
  * Events' Role in default, their bindings) is named for it, so that two fleets never rebind each other's.
  */
 export function rbacObjects(leaseNamespace: string): KubeObject[] {
-  const objects = loadAll(readFileSync(new URL('../../runbooks/rbac.yaml', import.meta.url), 'utf8')) as KubeObject[];
+  // The fleet runs upgrades, never a reclaim: reclaim's own objects are not its to make.
+  const objects = (loadAll(readFileSync(new URL('../../runbooks/rbac.yaml', import.meta.url), 'utf8')) as KubeObject[]).filter((o) => o.metadata.labels?.['node-maint.io/entry-point'] !== 'reclaim');
   if (leaseNamespace === 'kube-system') return objects;
   const named = (name: string) => `${name}-${leaseNamespace}`;
   const key = (kind: string, namespace: string | undefined, name: string) => `${kind}/${namespace ?? ''}/${name}`;

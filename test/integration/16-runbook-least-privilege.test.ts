@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyObjects, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode } from './bed.js';
+import { applyObjects, auditNode, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode } from './bed.js';
 import { report, stepLine } from './faults.js';
 import { useNamespace, useNodes } from './pool.js';
 import { containerdOn } from './pulumi.js';
@@ -43,6 +43,21 @@ describe('a least-privilege ServiceAccount', () => {
     expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
     expect(await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${t.name}`, '--ignore-not-found')).toBe('');
     expect(await containerdOn(t)).toBe(before);
+  });
+
+  it('reclaim asks first: the run\'s ServiceAccount may not release IPAM records (exit 10, nothing done); reclaim\'s own may', async () => {
+    const reclaim = (kubeconfig: string) => auditNode([t.name, '--reclaim', '--output', 'json', '--interval', '1', ...withKubeconfig(kubeconfig)]);
+    const run = await serviceAccountKubeconfig('kube-system', 'node-maint');
+    const refused = await reclaim(run.kubeconfig);
+    expect(refused.code, refused.stderr).toBe(10);
+    // The bed serves Calico's and whereabouts' records: their releases are reclaim's rights alone.
+    expect(JSON.parse(refused.stdout).error.message).toMatch(/^the kubeconfig's user kube-system:node-maint lacks 8 permission\(s\) the reclaim needs: update ipamblocks\.crd\.projectcalico\.org, delete ipamblocks\.crd\.projectcalico\.org, .*delete overlappingrangeipreservations\.whereabouts\.cni\.cncf\.io; nothing was changed/);
+    expect(refused.stderr).not.toContain('reclaim plan for');
+    expect(await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${t.name}`, '--ignore-not-found')).toBe('');
+    const own = await serviceAccountKubeconfig('kube-system', 'node-maint-reclaim');
+    const allowed = await reclaim(own.kubeconfig);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stderr).toContain(`reclaim plan for ${t.name}:`);
   });
 
   it('with runbooks/rbac.yaml as written: a full upgrade, proof and audit included', async () => {

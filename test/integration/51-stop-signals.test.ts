@@ -16,9 +16,9 @@ interface Stopped {
 
 /**
  * Runs the upgrade and, once `line` appears on its stderr, `delayMs` later (and once `when` holds, if given), sends
- * `signals` to its process group, 300 ms apart.
+ * `signals` to its process group, `apartMs` apart.
  */
-async function upgradeStoppedAt(t: Target, version: string, line: string, signals: NodeJS.Signals[], { delayMs = 0, when = async () => true } = {}): Promise<Stopped> {
+async function upgradeStoppedAt(t: Target, version: string, line: string, signals: NodeJS.Signals[], { delayMs = 0, when = async () => true, apartMs = 300 } = {}): Promise<Stopped> {
   let sentAt = 0;
   const result = await upgradeNode(upgradeArgs(t, version), {
     onStderr: (text, _kill, running) => {
@@ -28,7 +28,7 @@ async function upgradeStoppedAt(t: Target, version: string, line: string, signal
         await new Promise((r) => setTimeout(r, delayMs));
         await waitFor(when, 120_000, 'the moment to stop');
         sentAt = Date.now();
-        signals.forEach((s, i) => setTimeout(() => running.signal(s), i * 300));
+        signals.forEach((s, i) => setTimeout(() => running.signal(s), i * apartMs));
       })();
     },
   });
@@ -130,18 +130,27 @@ describe('an operator stops a run', () => {
     await expectServing(t, version);
   }));
 
-  it.concurrent('Ctrl-C twice: the process ends at once, the journal intact; the same command takes over and finishes', onLeasedNode('any', async (t) => {
-    const { new: version } = bed().containerd;
-    await pinnedDeployment(ns.name, `twice-${t.name}`, t.name, 2);
-    const { result, msToEnd } = await upgradeStoppedAt(t, version, stepLine('drain'), ['SIGINT', 'SIGINT'], { delayMs: 300 });
-    expect(result.code, result.stderr).toBe(130);
-    expect(msToEnd).toBeLessThan(5_000);
-    expect(result.stderr).toContain('node-maint: SIGINT received again: ending now. The journal on the node\'s Lease is intact');
-    expect((await lease(t.name)).journal.status).toBe('running');
-    const again = await upgradeNode(upgradeArgs(t, version));
-    expect(again.code, again.stderr).toBe(0);
-    expect(again.stderr).toContain('taking over the Lease from');
-    await expectServing(t, version);
+  it.concurrent('Ctrl-C twice during apt: the second ends the process at once, the journal intact; the same command waits for the install, takes over and finishes', onLeasedNode('containerd', async (t) => {
+    const { faulty } = bed().containerd;
+    await clearFault(t, 'preinst-started');
+    await setFault(t, 'preinst-slow');
+    try {
+      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+      // The first SIGINT waits for the install (its grace); the second, a second later, does not wait.
+      const { result, msToEnd } = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT', 'SIGINT'], { when: unpacking, apartMs: 1_000 });
+      expect(result.code, result.stderr).toBe(130);
+      expect(msToEnd).toBeLessThan(5_000);
+      expect(result.stderr).toContain('node-maint: SIGINT received again: ending now. The journal on the node\'s Lease is intact');
+      expect((await lease(t.name)).journal).toMatchObject({ status: 'running', steps: { 'upgrade-runtime': { status: 'applying' } } });
+      const again = await upgradeNode(upgradeArgs(t, faulty));
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toContain('taking over the Lease from');
+      expect(again.stderr).toMatch(/waiting for this run's command\(s\) still running on the node from its earlier process: PID \d+ \(install containerd=/);
+      expect(report(again).rollback).toEqual([]);
+    } finally {
+      await clearFault(t, 'preinst-slow');
+    }
+    await expectServing(t, faulty);
   }));
 });
 

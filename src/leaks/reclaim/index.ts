@@ -9,6 +9,9 @@ import { run } from '../../node/transport/types.js';
 import type { Transport } from '../../node/transport/types.js';
 import { releaseCalico } from '../calico/release.js';
 import { releaseWhereabouts } from '../whereabouts/release.js';
+import { hasWhereabouts } from '../whereabouts/read.js';
+import { hasCalico } from '../calico/index.js';
+import { reclaimPermissions, requirePermissions } from '../../cluster/permissions.js';
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
 import type { AuditReport, ReleaseOutcome } from '../types.js';
@@ -45,6 +48,9 @@ export interface ReclaimResult {
  * under way (a live holder: exit 9, nothing done); every change fenced by it.
  */
 export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {
+  // Asked before the first change, as a run does: a 403 half way would leave a pool entry patched, its reservation not.
+  const [calico, whereabouts] = await Promise.all([hasCalico(options.cluster), hasWhereabouts(options.cluster)]);
+  await requirePermissions(options.cluster, reclaimPermissions(options.leaseNamespace, calico, whereabouts), `the kubeconfig's user ${options.cluster.user}`, 'reclaim');
   const keeper = new LeaseKeeper(options.cluster, {
     ...DEFAULT_LEASE_TIMING,
     namespace: options.leaseNamespace,
