@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
+import { stopNow } from '../runbook/stop.js';
 
 // The dynamic provider's process as `pulumi up` leaves it to itself. The Node.js provider host answers the engine's
 // Cancel (a Ctrl-C or SIGTERM on `pulumi up`) with nothing, and keeps serving when its `pulumi` is gone (SIGKILL, a
@@ -39,6 +40,16 @@ function watch(): ProviderProcess {
   const exitWhenIdle = () => {
     if (gone && running === 0) process.exit(0);
   };
+  // The engine closes its plugins with SIGINT, and SIGKILL 5 s later: at the end of every update (nothing runs then),
+  // and when `pulumi` is terminated mid-update (a second Ctrl-C or SIGTERM). A run under way stops at once, writes its
+  // journal and frees the Lease in those seconds, leaving a command already on the node to end there.
+  const closing = (name: NodeJS.Signals) => {
+    if (running === 0) process.exit(0);
+    pulumiGone(`${name} from the engine closing this provider`);
+    stopNow();
+  };
+  process.on('SIGINT', closing);
+  process.on('SIGTERM', closing);
   const pulumiGone = (why: string) => {
     if (gone) return;
     gone = true;

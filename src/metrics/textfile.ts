@@ -6,6 +6,7 @@ import { run, type Transport } from '../node/transport/types.js';
 import type { RunReport } from '../runbook/report.js';
 import { auditMetrics } from './audit.js';
 import { runMetrics } from './run.js';
+import { mustHurry } from '../runbook/stop.js';
 
 // Files for node-exporter's textfile collector on the node (Debian: /var/lib/prometheus/node-exporter): written
 // whole and renamed into place, so a scrape never reads half a file.
@@ -37,7 +38,7 @@ export async function writeTextfile(transport: Transport, dir: string, name: str
  * a file that cannot be written is said in the log. A run that lost its Lease writes nothing (the node is another's).
  */
 export async function publishRunMetrics({ cluster, transport, report, dir, log }: { cluster: Cluster; transport: Transport; report: RunReport; dir: string; log: (line: string) => void }): Promise<void> {
-  if (report.dryRun || report.result === 'lease-lost') return;
+  if (report.dryRun || report.result === 'lease-lost' || mustHurry()) return;
   try {
     await writeTextfile(transport, dir, RUN_TEXTFILE, await runMetrics(report));
     // A stopped run ends promptly: the node is mid-maintenance, and the run that continues it audits it.

@@ -21,22 +21,34 @@ export function throwIfStopped(signal: AbortSignal): void {
   if (signal.aborted) throw stoppedError(signal);
 }
 
+/** Aborted when the process is about to be killed (the provider host being closed, 5 s before its SIGKILL). */
+const hurry = new AbortController();
+
+/** No command under way is waited for any more, and a stop reads nothing it need not: the process has seconds left. */
+export function stopNow(): void {
+  hurry.abort();
+}
+
+export const mustHurry = () => hurry.signal.aborted;
+
 /**
- * The command's answer, or, once a stop was asked and the command has had its grace, a `stopped` error that says it
- * goes on on the node (its own timeout ends it there).
+ * The command's answer, or, once a stop was asked and the command has had its grace (none once the process must
+ * hurry), a `stopped` error that says it goes on on the node (its own timeout ends it there).
  */
 export function withinStopGrace<T>(work: Promise<T>, signal: AbortSignal, what: string, graceMs = STOP_GRACE_MS): Promise<T> {
   if (signal === NEVER_STOPPED) return work;
   return new Promise<T>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
-    const giveUp = () => {
-      timer = setTimeout(() => reject(stoppedError(signal, `${what} was still running after ${graceMs / 1000}s and goes on on the node until it ends (its own timeout bounds it)`)), graceMs);
-    };
+    const leave = (after: string) => reject(stoppedError(signal, `${what} was still running ${after} and goes on on the node until it ends (its own timeout bounds it)`));
+    const now = () => signal.aborted && leave('as the process had to end');
+    const giveUp = () => (mustHurry() ? now() : (timer ??= setTimeout(() => leave(`after ${graceMs / 1000}s`), graceMs)));
     if (signal.aborted) giveUp();
     else signal.addEventListener('abort', giveUp, { once: true });
+    hurry.signal.addEventListener('abort', now, { once: true });
     work.then(resolve, reject).finally(() => {
       clearTimeout(timer);
       signal.removeEventListener('abort', giveUp);
+      hurry.signal.removeEventListener('abort', now);
     });
   });
 }

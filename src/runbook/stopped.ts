@@ -7,7 +7,7 @@ import { waitUntil } from '../wait.js';
 import { kubeletUnitOf, runtimeUnitsOf } from './journal.js';
 import type { NodeNow, RunReport } from './report.js';
 import type { RunContext } from './step.js';
-import { stopReason } from './stop.js';
+import { mustHurry, stopReason } from './stop.js';
 
 // A run the operator stopped ends here: its journal says where, its Lease is released by the runner as always, and
 // the report says what the node is like now and both ways on. And a run that continues a stopped or killed one
@@ -91,7 +91,9 @@ export async function settleStopped(ctx: RunContext, report: RunReport, error: u
     report.next = `nothing was changed on ${options.node}; run the same command to start again`;
     return;
   }
-  report.nodeNow = await readNodeNow(ctx);
+  // A process with seconds left (its plugin host closing it) writes its journal and frees the Lease first; the node's
+  // state is for the run that continues it.
+  report.nodeNow = mustHurry() ? { running: [], unread: 'not read: this process was being ended' } : await readNodeNow(ctx);
   const again = 'run the same command again to continue where it stopped';
   report.next =
     phase === 'rollback'

@@ -21,7 +21,12 @@ const CANCELLED = /a Ctrl-C or SIGTERM on `pulumi up`|the end of its `pulumi` pr
 const providersOf = (up: Started) => up.descendants().filter((p) => p.args.includes('dynamic-provider'));
 
 /** Waits for the provider line saying this node's step started ("[node] [ 3/11] Drain ..."). */
-const atStep = (up: Started, node: TestNode, title: string) => waitFor(async () => up.output().includes(`[${node.name}] [`) && new RegExp(`\\[${node.name}\\] \\[ ?\\d+/\\d+\\] ${title} \\.\\.\\.`).test(up.output()), 600_000, `${node.name}: ${title}`);
+const atStep = async (up: Started, node: TestNode, title: string) => {
+  let ended = false;
+  void up.done.then(() => (ended = true));
+  await waitFor(async () => ended || new RegExp(`\\[${node.name}\\] \\[ ?\\d+/\\d+\\] ${title} \\.\\.\\.`).test(up.output()), 600_000, `${node.name}: ${title}`);
+  if (ended) throw new Error(`pulumi up ended before ${node.name} reached "${title}":\n${up.output().slice(-4000)}`);
+};
 
 /** Every process that was under `pulumi` has ended within `ms` (the test ends any left, and says so by failing). */
 async function expectGone(pids: Array<{ pid: number; args: string }>, ms: number, what: string): Promise<void> {

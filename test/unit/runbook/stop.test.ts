@@ -11,7 +11,7 @@ import { makeContext } from '../../../src/runbook/context.js';
 import type { Journal } from '../../../src/runbook/journal.js';
 import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
 import type { RunOptions } from '../../../src/runbook/options.js';
-import { stoppedError, withinStopGrace } from '../../../src/runbook/stop.js';
+import { mustHurry, stopNow, stoppedError, withinStopGrace } from '../../../src/runbook/stop.js';
 import { waitUntil } from '../../../src/wait.js';
 
 const exec = promisify(execFile);
@@ -74,6 +74,20 @@ describe('an operator\'s stop', () => {
     );
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(stoppedError(stop.signal).exitCode).toBe(18);
+  });
+});
+
+describe('a process about to be killed (its plugin host closing it, SIGKILL 5 s later)', () => {
+  // Last in this file: once a process must hurry, it hurries for good.
+  it('waits no longer for a command under way, whatever grace it had', async () => {
+    const stop = new AbortController();
+    const t0 = Date.now();
+    const apt = withinStopGrace(new Promise(() => undefined), stop.signal, 'the install', 15_000);
+    stop.abort('the end of its `pulumi` process');
+    stopNow();
+    await expect(apt).rejects.toThrow('the install was still running as the process had to end and goes on on the node');
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(mustHurry()).toBe(true);
   });
 });
 
