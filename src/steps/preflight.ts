@@ -46,6 +46,9 @@ export const preflight: Step<PreflightPlan> = {
     if (state.kubeletUnit && state.kubeletUnit.unit === null) {
       throw refuse(`kubelet runs on ${options.node} (PID ${state.kubeletUnit.pid}) outside any systemd service (cgroup ${state.kubeletUnit.cgroup || 'unknown'}): node-maint stops and starts kubelet through its unit, and could not stop this one; run kubelet under a systemd unit`);
     }
+    if (state.kubeletUnit?.transient && !ctx.resuming) {
+      throw refuse(`kubelet runs on ${options.node} as the transient unit ${state.kubeletUnit.unit}.service (systemd-run: no unit file): once node-maint stopped it, nothing could start it again; run kubelet under a unit file (/etc/systemd/system or /lib/systemd/system)`);
+    }
     // A resumed run finds kubelet stopped and the node NotReady: that is our doing, not a reason to stop.
     if (!ctx.resuming && !isReady(node)) throw new RunbookError('nodeNotReady', `node ${options.node} is not Ready: ${readyMessage(node)}`);
     const controlPlane = isControlPlane(node, await listPodsOnNode(ctx.cluster, options.node));

@@ -17,7 +17,7 @@ const readyAfter = async (since: number) =>
 const nodeClock = async () => Number((await t.sh('date +%s')).trim()) * 1000;
 
 afterAll(async () => {
-  await t.sh(`systemctl stop kubelet-custom 2>/dev/null; rm -f ${CUSTOM}; systemctl daemon-reload; systemctl start kubelet`);
+  await t.sh(`systemctl stop kubelet-custom kubelet-x 2>/dev/null; rm -f ${CUSTOM}; systemctl daemon-reload; systemctl start kubelet`);
 });
 
 describe('kubelet under a unit of another name', () => {
@@ -52,6 +52,25 @@ describe('kubelet outside any unit', () => {
       expect(await containerdOn(t)).toBe(before);
     } finally {
       await t.sh(`kill ${pid}; for _ in $(seq 50); do kill -0 ${pid} 2>/dev/null || break; sleep 0.2; done`);
+    }
+  });
+});
+
+describe('kubelet as a transient unit (systemd-run)', () => {
+  it('is refused in preflight (exit 10), naming the unit: stopped, nothing could start it again', async () => {
+    await t.sh('systemctl stop kubelet-custom kubelet 2>/dev/null; true');
+    await t.sh('systemd-run --unit kubelet-x /usr/local/lib/node-maint-testbed/kubelet-with-faults --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/testbed/kubeconfig >/dev/null 2>&1');
+    try {
+      await waitFor(async () => (await isActive('kubelet-x')) === 'active' && (await t.sh('pidof kubelet || true')).trim() !== '', 20_000, 'kubelet as kubelet-x.service');
+      const before = await containerdOn(t);
+      const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new === before ? bed().containerd.old : bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect(result.code, result.stderr).toBe(10);
+      expect(report(result).error.message).toContain(`kubelet runs on ${t.name} as the transient unit kubelet-x.service (systemd-run: no unit file)`);
+      expect(result.stderr).not.toContain(stepLine('cordon'));
+      expect(await isActive('kubelet-x')).toBe('active');
+      expect(await containerdOn(t)).toBe(before);
+    } finally {
+      await t.sh('systemctl stop kubelet-x 2>/dev/null; systemctl reset-failed kubelet-x 2>/dev/null; systemctl start kubelet');
     }
   });
 });

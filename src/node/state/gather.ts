@@ -76,12 +76,18 @@ sec processes
 for n in kubelet cri-dockerd containerd dockerd; do
   for p in $(${ownPidsScript('"$n"')}); do printf '%s\\t%s\\t' "$n" "$p"; tr '\\0' ' ' < "/proc/$p/cmdline"; echo; done
 done
-# The unit that runs kubelet, from its systemd cgroup (cgroup v1's name=systemd line, or v2's): kubelet may run under
-# another unit than kubelet.service (snap.kubelet.daemon), or under none.
+# The unit that runs kubelet: the service systemd names as its main PID (kubelet may run under another unit than
+# kubelet.service, snap.kubelet.daemon; move itself out of its unit's cgroup with --kubelet-cgroups; or run as a
+# transient unit of systemd-run, which has no unit file to start it from again), else the one its systemd cgroup
+# (cgroup v1's name=systemd line, or v2's) names, or none.
 sec kubelet-unit
 for p in $(${ownPidsScript('kubelet')}); do
-  awk -F: -v p="$p" '$2 == "name=systemd" || ($1 == "0" && $2 == "") { cg = $3; n = split(cg, part, "/"); for (i = 1; i <= n; i++) if (part[i] ~ /\\.service$/) unit = part[i]; exit }
-    END { printf "%s\\t%s\\t%s\\n", p, unit, cg }' "/proc/$p/cgroup" 2>/dev/null; break
+  s=$(systemctl show -p Id -p MainPID -p Transient -p FragmentPath '*.service' 2>/dev/null | awk -v p="$p" '
+    /^$/ { if (pid == p) { print id "\\t" transient "\\t" frag; exit } id = ""; pid = ""; transient = ""; frag = "" }
+    /^Id=/ { id = substr($0, 4) } /^MainPID=/ { pid = substr($0, 9) } /^Transient=/ { transient = substr($0, 11) } /^FragmentPath=/ { frag = substr($0, 14) }
+    END { if (pid == p) print id "\\t" transient "\\t" frag }' | head -n 1)
+  awk -F: -v p="$p" -v s="$s" '$2 == "name=systemd" || ($1 == "0" && $2 == "") { cg = $3; n = split(cg, part, "/"); for (i = 1; i <= n; i++) if (part[i] ~ /\\.service$/) unit = part[i]; exit }
+    END { printf "%s\\t%s\\t%s\\t%s\\n", p, unit, cg, s }' "/proc/$p/cgroup" 2>/dev/null; break
 done
 # kubeadm keeps kubelet's flags in an environment file its unit expands, and the runtime endpoint in its config.
 sec kubelet-env

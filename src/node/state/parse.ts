@@ -111,8 +111,10 @@ export function parseNodeState(output: string): NodeState {
     } else unitLines.push(line);
   }
   flushUnit();
-  const [pid, unit, cgroup] = (one('kubelet-unit')?.lines[0] ?? '').split('\t');
-  if (pid) state.kubeletUnit = { pid: Number(pid), unit: unit ? unit.replace(/\.service$/, '') : null, cgroup: cgroup ?? '' };
+  const [pid, unit, cgroup, systemdUnit, transient, fragmentPath] = (one('kubelet-unit')?.lines[0] ?? '').split('\t');
+  // systemd's own word (the service whose main PID kubelet is) over the cgroup's, which --kubelet-cgroups changes.
+  const named = systemdUnit || unit;
+  if (pid) state.kubeletUnit = { pid: Number(pid), unit: named ? named.replace(/\.service$/, '') : null, cgroup: cgroup ?? '', transient: transient === 'yes', fragmentPath: fragmentPath ?? '' };
   for (const line of one('processes')?.lines ?? []) {
     const [name, , cmdline] = line.split('\t');
     if (name && cmdline && !state.processes[name]) state.processes[name] = cmdline.trim();

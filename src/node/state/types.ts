@@ -121,7 +121,8 @@ export interface NodeState {
    * The systemd unit kubelet runs under, read from its cgroup: undefined when no kubelet runs, null when it runs
    * outside any service (started by hand, a scope), which node-maint cannot stop and start again.
    */
-  kubeletUnit?: { unit: string | null; pid: number; cgroup: string };
+  /** The unit that runs kubelet (systemd's service with kubelet as main PID, else its cgroup's); transient: systemd-run's, no unit file. */
+  kubeletUnit?: { unit: string | null; pid: number; cgroup: string; transient?: boolean; fragmentPath?: string };
   /** Command lines of running daemons (kubelet, cri-dockerd, containerd, dockerd), by process name. */
   processes: Record<string, string>;
   /** kubelet flags kept outside its unit: kubeadm-flags.env, /etc/default/kubelet, its config file's runtime fields. */

@@ -84,14 +84,22 @@ describe('kubelet flags where kubeadm keeps them', () => {
   });
 });
 
-describe('the unit kubelet runs under, from its cgroup', () => {
+describe('the unit kubelet runs under, from systemd and its cgroup', () => {
   const read = (line: string) => parseNodeState(`@@kubelet-unit\n${line}@@end\n`).kubeletUnit;
   it('names the service, however it is named and wherever its cgroup sits', () => {
-    expect(read('|812\tsnap.kubelet.daemon.service\t/system.slice/snap.kubelet.daemon.service\n')).toEqual({ pid: 812, unit: 'snap.kubelet.daemon', cgroup: '/system.slice/snap.kubelet.daemon.service' });
-    expect(read('|90\tkubelet-custom.service\t/docker/ab12/system.slice/kubelet-custom.service\n')?.unit).toBe('kubelet-custom');
+    expect(read('|812\tsnap.kubelet.daemon.service\t/system.slice/snap.kubelet.daemon.service\tsnap.kubelet.daemon.service\tno\t/etc/systemd/system/snap.kubelet.daemon.service\n')).toEqual({
+      pid: 812, unit: 'snap.kubelet.daemon', cgroup: '/system.slice/snap.kubelet.daemon.service', transient: false, fragmentPath: '/etc/systemd/system/snap.kubelet.daemon.service',
+    });
+    expect(read('|90\tkubelet-custom.service\t/docker/ab12/system.slice/kubelet-custom.service\t\t\t\n')?.unit).toBe('kubelet-custom');
+  });
+  it('believes systemd over the cgroup: kubelet moved out of its unit\'s cgroup by --kubelet-cgroups is still its unit\'s', () => {
+    expect(read('|77\t\t/kubelet.slice/kubelet\tkubelet.service\tno\t/lib/systemd/system/kubelet.service\n')).toMatchObject({ pid: 77, unit: 'kubelet', transient: false });
+  });
+  it('says when the unit is systemd-run\'s transient one, which no unit file can start again', () => {
+    expect(read('|55\tkubelet-x.service\t/system.slice/kubelet-x.service\tkubelet-x.service\tyes\t\n')).toMatchObject({ unit: 'kubelet-x', transient: true, fragmentPath: '' });
   });
   it('tells a kubelet outside any service (null) from no kubelet at all (undefined)', () => {
-    expect(read('|4242\t\t/user.slice/session-3.scope\n')).toEqual({ pid: 4242, unit: null, cgroup: '/user.slice/session-3.scope' });
+    expect(read('|4242\t\t/user.slice/session-3.scope\t\t\t\n')).toEqual({ pid: 4242, unit: null, cgroup: '/user.slice/session-3.scope', transient: false, fragmentPath: '' });
     expect(read('')).toBeUndefined();
   });
 });
