@@ -87,10 +87,16 @@ async function leakAndReclaim(node: string, leak: string): Promise<void> {
  * `then`, in a scratch copy of the project (Pulumi.yaml; dist, node_modules and testbed linked) with a scratch HOME, so
  * the stack file and state it makes stay out of the checkout. Returns that HOME.
  */
-async function runQuickStart(then: string): Promise<string> {
-  const block = readFileSync('README.md', 'utf8').split('<!-- fleet-quick-start -->')[1]?.split('<!-- /fleet-quick-start -->')[0];
+/** The README's shell block between <!-- NAME --> and <!-- /NAME -->, as written. */
+function readmeBlock(name: string): string {
+  const block = readFileSync('README.md', 'utf8').split(`<!-- ${name} -->`)[1]?.split(`<!-- /${name} -->`)[0];
   const script = block?.match(/```sh\n([\s\S]*?)```/)?.[1];
-  if (!script) throw new Error('README.md has no fleet quick start between <!-- fleet-quick-start --> markers');
+  if (!script) throw new Error(`README.md has no shell block between <!-- ${name} --> markers`);
+  return script;
+}
+
+async function runQuickStart(then: string): Promise<string> {
+  const script = readmeBlock('fleet-quick-start');
   const project = mkdtempSync('/tmp/node-maint-quick-start-');
   copyFileSync('Pulumi.yaml', join(project, 'Pulumi.yaml'));
   for (const linked of ['dist', 'node_modules', 'testbed']) symlinkSync(resolve(linked), join(project, linked));
@@ -144,10 +150,21 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     await waitFor(webReady, 120_000, 'demo/web back at 6 ready pods');
   });
 
-  it('the README\'s fleet quick start, run as written: pulumi up upgrades every worker through docker exec, leak-free, and a second up changes nothing', async () => {
+  it('the README\'s one-node commands on kind, run as written: the audit, then upgrade-node through docker exec', async () => {
+    const worker = kind().workers[0]!;
+    await resetWorker(worker);
+    const run = await exec('bash', ['-euo', 'pipefail', '-c', readmeBlock('kind-one-node')], { maxBuffer: 64 * 2 ** 20, timeout: 900_000 }).catch((e) => {
+      throw new Error(`the README's one-node commands failed: ${e.stdout}\n${e.stderr}`);
+    });
+    expect(run.stdout).toContain(`Leak audit of node ${worker}: `);
+    expect(run.stdout).toMatch(new RegExp(`Run on node ${worker}: upgraded \\(exit 0\\)`));
+    expect(await containerd(worker)).toBe(`${bed().containerd.new} hi`);
+  });
+
+  it('the README\'s fleet quick start, run as written: pulumi up upgrades every worker through docker exec, leak-free, a second up changes nothing, and the README\'s way back takes the fleet back', async () => {
     const { workers } = kind();
     for (const w of workers) await resetWorker(w);
-    const home = await runQuickStart('pulumi stack output --json > "$HOME/outputs.json"\npulumi up --yes > "$HOME/again.txt"');
+    const home = await runQuickStart(`pulumi stack output --json > "$HOME/outputs.json"\npulumi up --yes > "$HOME/again.txt"\n${readmeBlock('fleet-back')}`);
     const outputs = JSON.parse(readFileSync(join(home, 'outputs.json'), 'utf8'));
     for (const w of workers) {
       expect(outputs.nodes[w]).toMatchObject({ result: 'upgraded', versionsAfter: { containerd: bed().containerd.new }, audit: { findings: 0 } });
@@ -156,6 +173,8 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
       expect(audit.code, audit.stdout).toBe(0);
     }
     expect(readFileSync(join(home, 'again.txt'), 'utf8')).toMatch(new RegExp(`${workers.length + 1} unchanged`));
+    // Back to the old version by the README's way: new targets, pulumi up.
+    for (const w of workers) expect(await containerd(w)).toBe(`${bed().containerd.old} hi`);
   });
 
   it('docker.io beside kubelet\'s containerd, socket-activated: the upgrade takes docker.socket down with dockerd, no client revives it mid-install, both come back', async () => {

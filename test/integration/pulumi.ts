@@ -147,10 +147,11 @@ export function commandLine(pid: number): string {
   }
 }
 
-/** A process's resident memory in KiB, undefined once it is gone. */
+/** A process's resident memory in KiB, undefined once it is gone (or a zombie, which has none). */
 export function residentKiB(pid: number): number | undefined {
   try {
-    return Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    const kib = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kib === undefined ? undefined : Number(kib);
   } catch {
     return undefined;
   }
