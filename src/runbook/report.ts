@@ -4,7 +4,11 @@ import type { StepStatus } from './journal.js';
 
 // The run's outcome, for people (renderReport) and machines (--output json, the Pulumi provider's outputs).
 export type RunResult =
+  // Each package moved to a higher version, to a lower one, some each way, or none (the runtime only restarted).
   | 'upgraded'
+  | 'downgraded'
+  | 'changed'
+  | 'maintained'
   | 'nothing-to-do'
   | 'planned'
   | 'rolled-back'

@@ -3,7 +3,8 @@ import pRetry from 'p-retry';
 import type { Cluster } from '../cluster/api.js';
 import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
-import { ConnectionLostError, type Transport } from '../node/transport/types.js';
+import { ConnectionLostError, run, type Transport } from '../node/transport/types.js';
+import { changeKind, compareVersionsScript } from '../node/packages/index.js';
 import { STEPS } from '../steps/index.js';
 import { releaseKeptDebs } from '../steps/upgrade-runtime.js';
 import type { PreflightPlan } from '../steps/preflight.js';
@@ -180,7 +181,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
       if (step.name === 'verify' && (plan as VerifyPlan).audit) report.audit = summarize((plan as VerifyPlan).audit!);
     }
     if (journaled) journal.status = 'completed';
-    report.result = options.dryRun ? 'planned' : pre.maintenanceNeeded ? 'upgraded' : 'nothing-to-do';
+    report.result = options.dryRun ? 'planned' : pre.maintenanceNeeded ? await changeOf(ctx) : 'nothing-to-do';
     report.exitCode = ExitCode.ok;
   } catch (error) {
     await settleFailure(ctx, report, emit, error, keeper);
@@ -380,6 +381,15 @@ function mergeJournal(steps: StepReport[], journal: Journal): StepReport[] {
     if (!rec || s.status !== 'not-run') return s;
     return { ...s, status: rec.status === 'done' ? 'done-earlier' : rec.status, summary: rec.summary };
   });
+}
+
+/** Upgraded, downgraded, changed or maintained: the prior versions against the targets, as dpkg orders them. */
+async function changeOf(ctx: RunContext): Promise<RunReport['result']> {
+  const prior = ctx.journal.prior?.packages ?? {};
+  const changes = Object.entries(ctx.options.targets).filter(([p, v]) => prior[p] && prior[p] !== v).map(([p, v]) => [p, prior[p]!, v] as [string, string, string]);
+  if (changes.length === 0) return 'maintained';
+  const out = await run(ctx.reader, compareVersionsScript(changes));
+  return changeKind(out.split('\n').map((l) => l.split(' ')[1] ?? '').filter(Boolean));
 }
 
 async function installedVersions(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {

@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,3 +97,21 @@ describe('upgrade-node on a docker node (cri-dockerd, kubenet)', () => {
     expect(report.audit.findings).toBe(0);
   });
 });
+
+describe('npm run demo (testbed/demo), as a newcomer runs it, twice on one node', () => {
+  const [t] = useNodes('docker');
+  it('moves containerd up, then back down, each run named for what it did, and says where its time went', async () => {
+    const demo = () => promisify(execFile)('bash', ['testbed/demo'], { env: { ...process.env, NODE_MAINT_DEMO_NODE: t.name }, maxBuffer: 64 * 2 ** 20, timeout: 900_000 });
+    const { old, new: next } = bed().containerd;
+    const up = await demo();
+    expect(up.stdout).toContain(`demo: containerd ${old} -> ${next} on ${t.name}`);
+    expect(up.stdout).toMatch(new RegExp(`Run on node ${t.name}: upgraded \\(exit 0\\)`));
+    expect(up.stderr).toMatch(/demo: exit 0 in \d+s: npm \d+s, the bed \d+s \(testbed\/up --demo; its split above\), the runbook \d+s\. The bed keeps running: bash testbed\/down stops it/);
+    expect(up.stderr).toMatch(/up in \d+s: Debian packages \d+s, local apt repository \d+s, build etcd \d+s/);
+    const down = await demo();
+    expect(down.stdout).toContain(`demo: containerd ${next} -> ${old} on ${t.name}`);
+    expect(down.stdout).toMatch(new RegExp(`Run on node ${t.name}: downgraded \\(exit 0\\)`));
+    expect(down.stdout).toContain(`  containerd: ${next} -> ${old}`);
+  });
+});
+

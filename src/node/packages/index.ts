@@ -179,6 +179,21 @@ export function installScript(versions: Record<string, string>, options: Install
   ].join('\n');
 }
 
+/** Prints "NAME lt|eq|gt" for each package, comparing FROM with TO as dpkg orders versions. */
+export function compareVersionsScript(changes: Array<[name: string, from: string, to: string]>): string {
+  return [
+    ...changes.map(([p, from, to]) => `if dpkg --compare-versions ${command(from)} lt ${command(to)}; then echo ${command(p)} lt; elif dpkg --compare-versions ${command(from)} eq ${command(to)}; then echo ${command(p)} eq; else echo ${command(p)} gt; fi`),
+    'true',
+  ].join('\n');
+}
+
+/** What a change of versions was, by dpkg's order: upgraded, downgraded, both at once (changed), or none (maintained). */
+export function changeKind(comparisons: string[]): 'upgraded' | 'downgraded' | 'changed' | 'maintained' {
+  const up = comparisons.includes('lt');
+  const down = comparisons.includes('gt');
+  return up && down ? 'changed' : up ? 'upgraded' : down ? 'downgraded' : 'maintained';
+}
+
 export function refreshScript(lockTimeoutSeconds: number): string {
   return `apt-get update -q -o DPkg::Lock::Timeout=${lockTimeoutSeconds} >/dev/null`;
 }

@@ -103,3 +103,19 @@ describe('a rollback from kept files', () => {
     expect(script).toContain(" '/var/lib/node-maint/backups/r/debs/containerd_1.6.20~ds1-1+deb12u2_amd64.deb' runc=1.1.5+ds1-1+deb12u1 >>");
   });
 });
+
+describe('what a change of versions was, by dpkg\'s order (this machine\'s dpkg)', () => {
+  it('names an upgrade, a downgrade, both at once, and none', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { changeKind, compareVersionsScript } = await import('../../../src/node/packages/index.js');
+    const compare = (changes: Array<[string, string, string]>) => execFileSync('sh', ['-c', compareVersionsScript(changes)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map((l) => l.split(' ')[1]!);
+    const old = '1.6.20~ds1-1+deb12u2';
+    const next = '1.6.20~ds1-1+deb12u3';
+    expect(changeKind(compare([['containerd', old, next]]))).toBe('upgraded');
+    // The demo's second run, which the report used to call an upgrade.
+    expect(changeKind(compare([['containerd', next, old]]))).toBe('downgraded');
+    // A tilde sorts before anything, an epoch after everything: dpkg's order, not the alphabet's.
+    expect(changeKind(compare([['containerd', '1.6.20', '1.6.20~rc1'], ['docker.io', '20.10.24', '1:20.10.0']]))).toBe('changed');
+    expect(changeKind(compare([]))).toBe('maintained');
+  });
+});
