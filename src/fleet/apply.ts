@@ -43,6 +43,8 @@ export interface NodeUpgradeInputs {
   /** The soak after this node is back (0 in the last wave: no wave waits for it). */
   soakSeconds?: number;
   hooks?: Hooks;
+  /** The hooks were set with --secret: the runbook never shows their commands. */
+  hooksSecret?: boolean;
   /** node-exporter's textfile directory on the node, for the run's and the audit's metrics. */
   textfileDir?: string;
   /** "project/stack", for notifications. */
@@ -58,7 +60,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
   if (runAs) log(`[${inputs.node}] the runbook runs as the ServiceAccount ${runAs.namespace}/${runAs.name}`);
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
-      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {} },
+      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {}, hooksSecret: inputs.hooksSecret === true },
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),

@@ -236,7 +236,8 @@ async function planFleet() {
           gates: config.gates,
           // No wave waits for the last one.
           soakSeconds: w < waves.length - 1 ? config.gates.soakSeconds : 0,
-          hooks: config.hooks,
+          hooks: config.hooksSecret ? (pulumi.secret(config.hooks) as unknown as typeof config.hooks) : config.hooks,
+          hooksSecret: config.hooksSecret,
           fleet,
           wave: w,
           later: later[w]!,

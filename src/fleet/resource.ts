@@ -37,7 +37,7 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
       PROVIDER,
       name,
       { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined },
-      { ...opts, additionalSecretOutputs: ['sshKey', 'webhook'] },
+      { ...opts, additionalSecretOutputs: ['sshKey', 'webhook', ...(args.hooksSecret ? ['hooks'] : [])] },
       'node-maint',
       'NodeRuntimeUpgrade',
     );

@@ -53,7 +53,7 @@ export async function runHook(ctx: RunContext, point: HookPoint): Promise<void> 
   if (!command) return;
   const env = hookEnvironment(ctx, point);
   const name = `--${HOOK_FLAGS[point]}`;
-  ctx.progress(`hook ${name}: ${command}`);
+  ctx.progress(`hook ${name}: ${ctx.options.hooksSecret ? '(a secret: not shown)' : command}`);
   if (command.startsWith(LOCAL)) {
     try {
       await exec('bash', ['-c', command.slice(LOCAL.length)], { env: { ...process.env, ...env }, timeout: HOOK_TIMEOUT_MS, maxBuffer: 16 * 2 ** 20 });

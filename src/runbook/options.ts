@@ -34,6 +34,8 @@ export interface RunOptions {
   lease: LeaseTiming;
   /** The operator's commands before the drain, after the upgrade, after the uncordon (hooks.ts). */
   hooks: Hooks;
+  /** The hooks are secrets (a fleet's, set with --secret): named by their flag only, never shown. */
+  hooksSecret?: boolean;
   /**
    * What the smoke pod must show before uncordon: "ipam" (its IP held by a live sandbox in the node's IPAM; refused in
    * preflight for an IPAM the tool cannot read), or "network-only" (an IP and Ready; the IPAM not checked).

@@ -75,8 +75,11 @@ describe('pulumi up with gates between waves, hooks and a webhook', () => {
     await setHold(0);
     await waitForAlert('NodeMaintTestHold', false);
     await stack.set('gates', gates('5m'));
-    await stack.set('hooks', JSON.stringify({ beforeDrain: 'echo "change freeze" >&2; exit 3' }));
+    // Set as a secret (a hook may carry a token): the command is never shown, in the log or the state.
+    await stack.set('hooks', JSON.stringify({ beforeDrain: 'echo "change freeze" >&2; exit 3' }), true);
     const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
+    expect(up.stdout + up.stderr).toContain('hook --hook-before-drain: (a secret: not shown)');
+    expect(up.stdout + up.stderr + stack.stateText()).not.toContain('echo "change freeze"');
     expect(up.code).not.toBe(0);
     expect(up.stdout + up.stderr).toMatch(new RegExp(`${FIRST.name}: rolled-back \\(exit 11\\): hook --hook-before-drain failed on ${FIRST.name} \\(exit 3\\):[\\s\\S]*change freeze`));
     await untouched(FIRST);

@@ -41,6 +41,8 @@ export interface FleetConfig {
   gates: Gates;
   /** The operator's commands before the drain, after the upgrade, after the uncordon, on each node. */
   hooks: Hooks;
+  /** The hooks were set with --secret: never shown. */
+  hooksSecret: boolean;
   metrics?: MetricsConfig;
   /** Where a JSON message (Slack-compatible `text`) goes at the fleet's start, each node's end and the fleet's end. */
   webhook?: string;
@@ -63,14 +65,16 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
       throw new ConfigError(key, `unknown key${hint ? ` (did you mean ${CONFIG_NAMESPACE}:${hint}?)` : ''}`);
     }
   }
-  // Checked before any value is read; the value itself is never named in a message.
-  const sshKeyFull = `${CONFIG_NAMESPACE}:sshKey`;
-  if (raw[sshKeyFull] !== undefined && !secretKeys.includes(sshKeyFull)) {
-    throw new ConfigError(
-      'sshKey',
-      `is in the stack file in plain text, not a secret; run \`pulumi config rm ${sshKeyFull}\`, then \`cat KEY | pulumi config set --secret ${sshKeyFull}\` (and replace the key if the stack file was shared)`,
-    );
-  }
+  // Checked before any value is read; the value itself is never named in a message. The SSH key, and the webhook's
+  // URL (Slack's carries its token in the path), are secrets or nothing.
+  const plain = (key: 'sshKey' | 'webhook', setIt: string, replaceIt: string) => {
+    const full = `${CONFIG_NAMESPACE}:${key}`;
+    if (raw[full] !== undefined && !secretKeys.includes(full)) {
+      throw new ConfigError(key, `is in the stack file in plain text, not a secret; run \`pulumi config rm ${full}\`, then \`${setIt}\` (and ${replaceIt} if the stack file was shared)`);
+    }
+  };
+  plain('sshKey', `cat KEY | pulumi config set --secret ${CONFIG_NAMESPACE}:sshKey`, 'replace the key');
+  plain('webhook', `pulumi config set --secret ${CONFIG_NAMESPACE}:webhook URL`, 'revoke the URL');
   const get = (key: (typeof KEYS)[number]) => parseValue(raw[`${CONFIG_NAMESPACE}:${key}`]);
 
   const nodes = get('nodes');
@@ -164,6 +168,8 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     undrainable: undrainable(get('undrainable')),
     gates: gates(get('gates')),
     hooks: hooks(get('hooks')),
+    // Set with --secret, the hooks (commands that may carry a token) stay secret: in the state, the plan and the log.
+    hooksSecret: secretKeys.includes(`${CONFIG_NAMESPACE}:hooks`),
     metrics: metrics(get('metrics')),
     webhook: webhook(get('webhook')),
   };

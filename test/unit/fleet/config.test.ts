@@ -5,6 +5,8 @@ import { planFleetWaves, planWaves } from '../../../src/fleet/waves.js';
 // As the engine lists secret keys to the program: node-maint:sshKey when set with `pulumi config set --secret`.
 const SECRET = { secretKeys: ['node-maint:sshKey'] };
 const PLAIN = { secretKeys: [] };
+/** The webhook and the hooks set with --secret. */
+const SECRETS = { secretKeys: ['node-maint:webhook', 'node-maint:hooks'] };
 // A real key's shape (ssh-keygen -t ed25519), its body cut: only the armour is checked.
 const KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n';
 
@@ -80,12 +82,20 @@ describe('maintenanceWindow and order in stack config', () => {
         'node-maint:metrics': JSON.stringify({ textfileDir: '/var/lib/prometheus/node-exporter' }),
         'node-maint:webhook': 'https://hooks.example.com/services/T0/B0/x',
       },
-      PLAIN,
+      SECRETS,
     );
     expect(c.gates).toEqual({ soakSeconds: 120, workloadsTimeoutSeconds: 600, alerts: { prometheus: 'http://127.0.0.1:9090/', names: ['NodeMaintLeakedIPs'], labels: { severity: 'critical' }, holdTimeoutSeconds: 1800 } });
     expect(c.hooks).toEqual({ beforeDrain: 'local:echo hi', afterUncordon: '/usr/local/bin/check' });
     expect(c.metrics).toEqual({ textfileDir: '/var/lib/prometheus/node-exporter' });
     expect(c.webhook).toBe('https://hooks.example.com/services/T0/B0/x');
+    expect(c.hooksSecret).toBe(true);
+    expect(parseFleetConfig({ ...base, 'node-maint:hooks': '{"beforeDrain":"true"}' }, PLAIN).hooksSecret).toBe(false);
+  });
+
+  it('refuses a webhook URL in plain text, as the SSH key: Slack\'s carries its token, and the stack file is shared', () => {
+    expect(() => parseFleetConfig({ ...base, 'node-maint:webhook': 'https://hooks.slack.com/services/T0/B0/token' }, PLAIN)).toThrow(
+      'config node-maint:webhook: is in the stack file in plain text, not a secret; run `pulumi config rm node-maint:webhook`, then `pulumi config set --secret node-maint:webhook URL` (and revoke the URL if the stack file was shared)',
+    );
   });
 
   const window = (w: Record<string, unknown>) => ({ 'node-maint:maintenanceWindow': JSON.stringify({ schedule: '0 22 * * 6', duration: '4h', ...w }) });
@@ -133,7 +143,7 @@ describe('maintenanceWindow and order in stack config', () => {
   ])('names the key of a bad setting: %j', (override, message) => {
     let error: Error | undefined;
     try {
-      parseFleetConfig({ ...base, ...override }, PLAIN);
+      parseFleetConfig({ ...base, ...override }, SECRETS);
     } catch (e) {
       error = e as Error;
     }
