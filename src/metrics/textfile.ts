@@ -6,6 +6,7 @@ import { run, type Transport } from '../node/transport/types.js';
 import type { RunReport } from '../runbook/report.js';
 import { auditMetrics } from './audit.js';
 import { runMetrics } from './run.js';
+import { isTextfileDir } from './textfile-dir.js';
 import { mustHurry } from '../runbook/stop.js';
 
 // Files for node-exporter's textfile collector on the node (Debian: /var/lib/prometheus/node-exporter): written
@@ -13,10 +14,8 @@ import { mustHurry } from '../runbook/stop.js';
 export const AUDIT_TEXTFILE = 'node_maint_audit.prom';
 export const RUN_TEXTFILE = 'node_maint_run.prom';
 
-const SAFE_DIR = /^\/[A-Za-z0-9._/-]+$/;
-
 export function validateTextfileDir(dir: string, flag = '--textfile-dir'): string {
-  if (!SAFE_DIR.test(dir) || dir.split('/').includes('..')) throw usageError(`invalid ${flag} ${JSON.stringify(dir)}: expected an absolute path of letters, digits, '.', '_', '-' and '/'`);
+  if (!isTextfileDir(dir)) throw usageError(`invalid ${flag} ${JSON.stringify(dir)}: expected an absolute path of letters, digits, '.', '_', '-' and '/'`);
   return dir;
 }
 

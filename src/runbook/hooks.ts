@@ -29,11 +29,14 @@ const HOOK_TIMEOUT_MS = 300_000;
 const exec = promisify(execFile);
 const pairs = (versions: Record<string, string>) => Object.entries(versions).map(([p, v]) => `${p}=${v}`).join(',');
 
+/** A command to run: on the node, or on this machine after "local:"; never empty, never with a NUL. */
+export const isHookCommand = (command: unknown): command is string => typeof command === 'string' && command.replace(LOCAL, '').trim() !== '' && !command.includes('\0');
+
 export function validateHooks(hooks: Hooks): void {
   for (const [point, command] of Object.entries(hooks)) {
     const flag = HOOK_FLAGS[point as HookPoint];
     if (!flag) throw new RunbookError('usage', `unknown hook ${point} (known: ${Object.keys(HOOK_FLAGS).join(', ')})`);
-    if (typeof command !== 'string' || command.replace(LOCAL, '').trim() === '' || command.includes('\0')) throw new RunbookError('usage', `--${flag} needs a command`);
+    if (!isHookCommand(command)) throw new RunbookError('usage', `--${flag} needs a command`);
   }
 }
 

@@ -75,8 +75,11 @@ export function validateNodeName(node: string): string {
   return node;
 }
 
+// A namespace's name is a DNS label (RFC 1123): no dots, at most 63 characters; a node's may be a longer subdomain.
+const NAMESPACE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
 export function validateLeaseNamespace(namespace: string): string {
-  if (!NODE_NAME.test(namespace)) throw usageError(`invalid lease namespace ${JSON.stringify(namespace)}`);
+  if (!NAMESPACE.test(namespace)) throw usageError(`invalid lease namespace ${JSON.stringify(namespace)}: expected a namespace name (lowercase letters, digits, '-'; at most 63)`);
   return namespace;
 }
 

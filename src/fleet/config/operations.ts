@@ -1,4 +1,5 @@
-import { HOOK_FLAGS, type Hooks } from '../../runbook/hooks.js';
+import { HOOK_FLAGS, isHookCommand, type Hooks } from '../../runbook/hooks.js';
+import { isTextfileDir } from '../../metrics/textfile-dir.js';
 import { ConfigError, durationSeconds, isRecord, objectOf, stringMap } from './values.js';
 
 // The keys that watch over the fleet as it goes: gates between waves, hooks on each node, metrics and notifications.
@@ -69,7 +70,7 @@ export function gates(value: unknown): Gates {
 export function hooks(value: unknown): Hooks {
   const raw = objectOf('hooks', value, Object.keys(HOOK_FLAGS), '{"beforeDrain": "local:./notify-team.sh", "afterUpgrade": "/usr/local/sbin/check-runtime"}');
   for (const [point, command] of Object.entries(raw ?? {})) {
-    if (typeof command !== 'string' || command.replace(/^local:/, '').trim() === '' || command.includes('\0')) {
+    if (!isHookCommand(command)) {
       throw new ConfigError(`hooks.${point}`, 'must be a command (run on the node, or on this machine when it starts with "local:")');
     }
   }
@@ -81,12 +82,10 @@ export interface MetricsConfig {
   textfileDir: string;
 }
 
-const SAFE_PATH = /^\/[A-Za-z0-9._/-]+$/;
-
 export function metrics(value: unknown): MetricsConfig | undefined {
   const raw = objectOf('metrics', value, ['textfileDir'], '{"textfileDir": "/var/lib/prometheus/node-exporter"}');
   if (!raw) return undefined;
-  if (typeof raw.textfileDir !== 'string' || !SAFE_PATH.test(raw.textfileDir) || raw.textfileDir.split('/').includes('..')) {
+  if (!isTextfileDir(raw.textfileDir)) {
     throw new ConfigError('metrics.textfileDir', `must be an absolute path of letters, digits, '.', '_', '-' and '/' (got ${JSON.stringify(raw.textfileDir)})`);
   }
   return { textfileDir: raw.textfileDir };

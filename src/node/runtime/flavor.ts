@@ -41,5 +41,3 @@ export function servicesOfUpgrade(flavor: RuntimeFlavor, targets: string[]): str
   return ['containerd', 'docker', 'cri-docker'].filter((u) => wanted.has(u));
 }
 
-/** Packages whose files the runtime's units execute: those are the ones an upgrade may replace. */
-export const RUNTIME_PACKAGES = ['containerd', 'containerd.io', 'docker.io', 'docker-ce', 'docker-ce-cli', 'runc', 'cri-dockerd'];

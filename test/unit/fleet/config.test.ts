@@ -42,6 +42,9 @@ describe('fleet stack config', () => {
     [{ 'node-maint:allowNoRollback': '1' }, /node-maint:allowNoRollback: must be true or false/],
     [{ 'node-maint:createRbac': '"yes"' }, /node-maint:createRbac: must be true or false/],
     [{ 'node-maint:leaseNamespace': 'kube-system\nkind: ClusterRole' }, /node-maint:leaseNamespace: invalid lease namespace/],
+    // A node name may have dots and 253 characters; a namespace is a DNS label.
+    [{ 'node-maint:leaseNamespace': 'maint.blue' }, /node-maint:leaseNamespace: invalid lease namespace "maint.blue": expected a namespace name/],
+    [{ 'node-maint:leaseNamespace': 'm'.repeat(64) }, /node-maint:leaseNamespace: invalid lease namespace/],
     [{ 'node-maint:dockerExec': '{"dockerHost":"unix:///run/docker.sock"}' }, /node-maint:dockerExec.containers: is missing: a map of node name to container name/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
