@@ -12,7 +12,7 @@ import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { waitUntil } from '../wait.js';
-import { cleanSummary, settledAudit } from './audit.js';
+import { cleanSummary, settledAudit } from '../runbook/proof.js';
 import { expectAtTargets } from './upgrade-runtime.js';
 
 export interface ProvePlan extends StepPlan {

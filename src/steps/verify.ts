@@ -1,7 +1,7 @@
 import { summarize, type AuditReport } from '../leaks/types.js';
 import { auditLiveNode } from '../leaks/index.js';
 import type { Step, StepPlan } from '../runbook/step.js';
-import { cleanSummary, settledAudit } from './audit.js';
+import { cleanSummary, settledAudit } from '../runbook/proof.js';
 
 export interface VerifyPlan extends StepPlan {
   audit?: AuditReport;

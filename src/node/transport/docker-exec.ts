@@ -1,5 +1,5 @@
 import { RunbookError } from '../../errors.js';
-import { runProcess, runScript } from './process.js';
+import { runScript } from './process.js';
 import type { ExecOptions, ExecResult, Transport } from './types.js';
 
 export interface DockerExecOptions {
@@ -20,7 +20,8 @@ export class DockerExecTransport implements Transport {
 
   static async connect(options: DockerExecOptions): Promise<DockerExecTransport> {
     const transport = new DockerExecTransport(options);
-    const probe = await runProcess(transport.argv(['true']), { env: transport.env() });
+    // The one way a script reaches a node: the probe is the smallest script.
+    const probe = await transport.exec('true', { timeoutMs: 15_000 });
     if (probe.code !== 0) {
       throw new RunbookError('unreachable', `${transport.target}: ${probe.stderr.trim() || 'the container does not answer'}`);
     }

@@ -38,23 +38,3 @@ export function runScript(target: string, argv: (shell: string) => string[], scr
     child.stdin.end(script);
   });
 }
-
-/** Runs a local program (argv, no shell) to completion, e.g. the docker-exec probe. */
-export function runProcess(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ExecResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const errOut: Buffer[] = [];
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 15_000);
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => errOut.push(d));
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new RunbookError('unreachable', `cannot run ${argv[0]}`, { cause: err }));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(errOut).toString('utf8') });
-    });
-  });
-}

@@ -1,7 +1,7 @@
 import { RunbookError } from '../errors.js';
 import { settledLiveAudit } from '../leaks/index.js';
 import { summarize, type AuditReport } from '../leaks/types.js';
-import type { RunContext } from '../runbook/step.js';
+import type { RunContext } from './step.js';
 
 /**
  * The leak audit once kubelet has settled (it may still be recreating DaemonSet sandboxes or collecting): a finding
