@@ -140,12 +140,13 @@ async function unfinishedRuns(cluster: Cluster, namespace: string, names: string
   );
 }
 
-/** The nodes grouped by the wave each last ran in (from its outputs), in wave order. */
+/** The nodes grouped by the wave each last ran in (from its outputs), in wave order, each wave by name. */
 function ranWaves(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Output<string[][]> {
   return pulumi.all(Object.entries(resources).map(([name, r]) => r.wave.apply((w) => [name, w] as const))).apply((pairs) => {
     const waves = new Map<number, string[]>();
     for (const [name, w] of pairs) waves.set(w ?? Number.MAX_SAFE_INTEGER, [...(waves.get(w ?? Number.MAX_SAFE_INTEGER) ?? []), name]);
-    return [...waves].sort(([a], [b]) => a - b).map(([, names]) => names);
+    // By name within a wave: the order the program registers them in follows the plan, which pod counts move.
+    return [...waves].sort(([a], [b]) => a - b).map(([, names]) => names.sort());
   });
 }
 

@@ -62,7 +62,7 @@ describe.each([0, 1])('a node with a CNI user that is not Kubernetes (%#: docker
     expect(result.code, result.stderr).toBe(0);
     expect(await containerdOn(t)).toBe(target);
     const steps = report(result).steps as Array<{ name: string; summary: string }>;
-    const said = "left alone: 3 CNI cache entries and 1 host-local directory (3 reservation(s)) of networks that are not Kubernetes' (podman)";
+    const said = "left alone: 3 CNI cache entries and 1 host-local directory (3 reservation(s)) of networks that are not Kubernetes' (podman); 3 network namespace(s) not named as kubelet's runtime names its sandboxes' (podman-1, podman-2, podman-3)";
     expect(steps.find((s) => s.name === 'teardown-sandboxes')!.summary).toContain(said);
     expect(steps.find((s) => s.name === 'clear-state')!.summary).toContain(said);
     // Kubernetes' own state was torn down and cleared as always: the bed's node agent pod came back on a new sandbox.

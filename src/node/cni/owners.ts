@@ -49,7 +49,7 @@ export function setAsideForeign(state: NodeState): void {
  */
 export function leftAloneLine(state: NodeState): string {
   const { cniCache, ipam } = state.foreign;
-  const pins = foreignNetns(state);
+  const pins = foreignNetns(state).sort();
   const names = [...new Set([...cniCache.map((e) => e.networkName), ...ipam.map((d) => d.network)])].sort();
   const parts = [
     ...(cniCache.length > 0 ? [`${cniCache.length} CNI cache entr${cniCache.length === 1 ? 'y' : 'ies'}`] : []),
