@@ -34,7 +34,8 @@ build_local_apt_repo() {
   if [ ! -f "$repo/Packages" ]; then
     log "building the local apt repository"
     rm -rf "$repo.tmp"; mkdir -p "$repo.tmp" && cd "$repo.tmp"
-    apt-get download -qq "containerd=$CONTAINERD_OLD" "containerd=$CONTAINERD_NEW" runc "docker.io=$DOCKER_OLD" >/dev/null
+    # As root into a root-owned directory: apt's _apt sandbox user could not write there (and says so).
+    apt-get download -qq -o APT::Sandbox::User=root "containerd=$CONTAINERD_OLD" "containerd=$CONTAINERD_NEW" runc "docker.io=$DOCKER_OLD" >/dev/null
     repack_with_fault_hooks "containerd_${CONTAINERD_NEW}_amd64.deb" containerd "$CONTAINERD_FAULTY" "$CONTAINERD_NEW"
     repack_with_fault_hooks "docker.io_${DOCKER_OLD}_amd64.deb" docker.io "$DOCKER_NEW" "$DOCKER_OLD"
     for deb in *.deb; do repack_uncompressed "$deb"; done
