@@ -40,16 +40,6 @@ function watch(): ProviderProcess {
   const exitWhenIdle = () => {
     if (gone && running === 0) process.exit(0);
   };
-  // The engine closes its plugins with SIGINT, and SIGKILL 5 s later: at the end of every update (nothing runs then),
-  // and when `pulumi` is terminated mid-update (a second Ctrl-C or SIGTERM). A run under way stops at once, writes its
-  // journal and frees the Lease in those seconds, leaving a command already on the node to end there.
-  const closing = (name: NodeJS.Signals) => {
-    if (running === 0) process.exit(0);
-    pulumiGone(`${name} from the engine closing this provider`);
-    stopNow();
-  };
-  process.on('SIGINT', closing);
-  process.on('SIGTERM', closing);
   const pulumiGone = (why: string) => {
     if (gone) return;
     gone = true;
@@ -69,6 +59,16 @@ function watch(): ProviderProcess {
   };
   process.stderr.on('error', dropped);
   process.stdout.on('error', dropped);
+  // The engine closes its plugins with SIGINT, and SIGKILL 5 s later: at the end of every update (nothing runs then),
+  // and when `pulumi` is terminated mid-update (a second Ctrl-C or SIGTERM). A run under way stops at once, writes its
+  // journal and frees the Lease in those seconds, leaving a command already on the node to end there.
+  const closing = (name: NodeJS.Signals) => {
+    if (running === 0) process.exit(0);
+    pulumiGone(`${name} from the engine closing this provider`);
+    stopNow();
+  };
+  process.on('SIGINT', closing);
+  process.on('SIGTERM', closing);
   const hears = hearEngineCancel(() => {
     if (controller.signal.aborted) return;
     log(`node-maint: ${CANCELLED} (the engine's Cancel): no node starts; a node under way stops at its next safe point`);
