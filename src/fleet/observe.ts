@@ -1,5 +1,5 @@
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
-import { run } from '../node/transport/index.js';
+import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 import { withTransport } from './connection.js';
 
@@ -17,7 +17,9 @@ const SPLIT = '@@node-maint-offered';
 export async function observeNode(connection: NodeConnection, sshKey: string | undefined, targets: Record<string, string>): Promise<ObservedNode> {
   const packages = Object.keys(targets);
   return withTransport(connection, sshKey, async (transport) => {
-    const out = await run(transport, `{ ${installedScript(packages)}; } || true; echo ${SPLIT}; ${availableVersionsScript(packages)}`);
+    // The sources are asked only for a package not at its target (apt-cache costs the node CPU, fleets are large).
+    const offers = Object.entries(targets).map(([p, v]) => `dpkg-query -W -f='\${Version}' ${command(p)} 2>/dev/null | grep -qxF ${quote(v)} || { ${availableVersionsScript([p])}; }`);
+    const out = await run(transport, [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, ...offers, 'true'].join('\n'));
     const [dpkg = '', madison = ''] = out.split(`${SPLIT}\n`);
     const clean = cleanVersions(parsePackageDb(dpkg.split('\n').filter(Boolean), [], false));
     const available = parseAvailableVersions(madison);
