@@ -12,6 +12,8 @@ export interface PriorState {
   /** The systemd unit kubelet ran under (from its cgroup); absent in journals written before it was read: kubelet. */
   kubeletUnit?: string;
   packages: Record<string, string>;
+  /** Packages apt changes alongside the targets (a newer runc a containerd pulls in), at their versions before: kept and put back as the targets are. */
+  alongside?: Record<string, string>;
   /** Packages held (apt-mark hold) before the run: held again after any install, rollback included. */
   held: string[];
   /** Runtime units that were active, in start order. */
@@ -104,6 +106,9 @@ export function stepsToUndo(journal: Journal, order: readonly string[]): string[
 
 /** The unit that runs this node's kubelet: the one it ran under before the run, else kubelet.service. */
 export const kubeletUnitOf = (journal: Journal) => journal.prior?.kubeletUnit ?? 'kubelet';
+
+/** Every package the run changes, at its version before it: the targets' and what apt changes alongside them. */
+export const priorVersions = (prior: PriorState): Record<string, string> => ({ ...prior.alongside, ...prior.packages });
 
 /** The runtime's units the run stops and starts, in start order: those active before it, else the flavor's. */
 export const runtimeUnitsOf = (prior: PriorState) => (prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor));

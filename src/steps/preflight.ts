@@ -8,7 +8,7 @@ import { listAll } from '../cluster/list.js';
 import type { PodDisruptionBudget } from '../cluster/types.js';
 import { RunbookError } from '../errors.js';
 import {
-  availableVersionsScript, brokenPackages, cachedDebsScript, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parseInstallSimulation, parsePackageDb, simulateInstallScript,
+  availableVersionsScript, brokenPackages, cachedDebsScript, changedAlongside, LOCK_HOLDERS_SCRIPT, lockMessage, parseAvailableVersions, parseInstallSimulation, parsePackageDb, simulateInstallScript,
 } from '../node/packages/index.js';
 import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries.js';
 import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
@@ -66,8 +66,11 @@ export const preflight: Step<PreflightPlan> = {
     if (varFree < options.minFreeBytes) throw refuse(`${options.node} has ${Math.round(varFree / 2 ** 20)} MiB free under /var, less than ${Math.round(options.minFreeBytes / 2 ** 20)} MiB`);
     const changes = Object.entries(options.targets).filter(([p, v]) => state.packages[p] !== v);
     const packageNotes: string[] = [];
+    let alongside: Record<string, string> = {};
     if (changes.length > 0 && pending('upgrade-runtime')) {
-      packageNotes.push(...(await checkInstallable(ctx, state, changes)));
+      const installable = await checkInstallable(ctx, state, changes);
+      packageNotes.push(...installable.notes);
+      alongside = installable.alongside;
       await checkRunsFromPackages(ctx, changes.map(([p]) => p));
     }
     const prior: PriorState = journal.prior ?? {
@@ -75,6 +78,7 @@ export const preflight: Step<PreflightPlan> = {
       kubeletActive: state.kubeletUnit !== undefined || state.services.kubelet?.active === true,
       kubeletUnit: state.kubeletUnit?.unit ?? 'kubelet',
       packages: Object.fromEntries(Object.keys(options.targets).map((p) => [p, state.packages[p]!])),
+      ...(Object.keys(alongside).length > 0 ? { alongside } : {}),
       held: Object.entries(state.packageDb.records).filter(([, r]) => r.held).map(([p]) => p),
       runtimeServices: servicesOfUpgrade(flavor, Object.keys(options.targets)).filter((u) => state.services[u]?.active),
       flavor,
@@ -137,7 +141,7 @@ async function checkRunsFromPackages(ctx: RunContext, packages: string[]): Promi
  * The targets can be installed, apt's plan for them removes nothing, and the versions installed now can be had again
  * for a rollback (from the sources or apt's cache: archives keep only the newest point release). Notes for the plan.
  */
-async function checkInstallable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<string[]> {
+async function checkInstallable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<{ notes: string[]; alongside: Record<string, string> }> {
   const { options } = ctx;
   const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(changes.map(([p]) => p))));
   const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
@@ -146,7 +150,7 @@ async function checkInstallable(ctx: RunContext, state: NodeState, changes: Arra
   }
   // A run resumed after its own install began passed these checks then, and apt cannot simulate over the dpkg it
   // left interrupted: the upgrade step repairs dpkg first, and rolls back from the .debs it kept.
-  if (ctx.journal.steps['upgrade-runtime'] !== undefined) return [];
+  if (ctx.journal.steps['upgrade-runtime'] !== undefined) return { notes: [], alongside: {} };
   const simulated = await ctx.transport.exec(simulateInstallScript(Object.fromEntries(changes)), { timeoutMs: options.commandTimeoutSeconds * 1000 });
   if (simulated.code !== 0) {
     const said = simulated.stdout.split('\n').filter((l) => /^E:|^ /.test(l)).slice(-6).join(' | ');
@@ -156,16 +160,25 @@ async function checkInstallable(ctx: RunContext, state: NodeState, changes: Arra
   if (simulation.removals.length > 0) {
     throw refuse(`installing ${changes.map(([p, v]) => `${p} ${v}`).join(', ')} on ${options.node} would remove ${simulation.removals.map((r) => `${r.name} ${r.version}`.trim()).join(', ')} (apt-get -s): node-maint never removes packages; resolve the conflict by hand or choose targets that keep them`);
   }
-  const priors: Record<string, string> = Object.fromEntries(changes.map(([p]) => [p, state.packages[p] ?? '']).filter(([, v]) => v !== ''));
+  // What apt upgrades alongside the targets (a newer runc): kept and put back by a rollback as the targets are.
+  const alongside = changedAlongside(simulation, options.targets);
+  if (Object.keys(alongside).length > 0) {
+    for (const [p, versions] of parseAvailableVersions(await run(ctx.transport, availableVersionsScript(Object.keys(alongside))))) available.set(p, versions);
+  }
+  const priors: Record<string, string> = { ...alongside, ...Object.fromEntries(changes.map(([p]) => [p, state.packages[p] ?? '']).filter(([, v]) => v !== '')) };
   const cached = new Set((await run(ctx.transport, cachedDebsScript(priors))).split('\n').filter(Boolean));
   const lost = Object.entries(priors).filter(([p, v]) => !available.get(p)?.has(v) && !cached.has(p));
   if (lost.length > 0 && !options.allowNoRollback) {
     throw refuse(`${lost.map(([p, v]) => `${p} ${v}`).join(', ')}, installed now, is no longer in ${options.node}'s package sources nor in apt's cache: a rollback would have nothing to install. Put its .deb in /var/cache/apt/archives on the node, or give --allow-no-rollback to go on without a rollback path`);
   }
-  return [
-    `apt: ${simulation.changes.map((c) => `${c.name} ${c.from || '(new)'} -> ${c.to}`).join(', ')}`,
-    ...(lost.length > 0 ? [`no rollback path for ${lost.map(([p, v]) => `${p} ${v}`).join(', ')} (--allow-no-rollback)`] : []),
-  ];
+  return {
+    notes: [
+      `apt: ${simulation.changes.map((c) => `${c.name} ${c.from || '(new)'} -> ${c.to}`).join(', ')}`,
+      ...(Object.keys(alongside).length > 0 ? [`kept for a rollback too: ${Object.entries(alongside).map(([p, v]) => `${p} ${v}`).join(', ')}`] : []),
+      ...(lost.length > 0 ? [`no rollback path for ${lost.map(([p, v]) => `${p} ${v}`).join(', ')} (--allow-no-rollback)`] : []),
+    ],
+    alongside,
+  };
 }
 
 /** Another process's apt or dpkg (unattended-upgrades) is waited for, up to --lock-timeout, then refused. */

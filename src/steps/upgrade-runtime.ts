@@ -4,7 +4,7 @@ import { quote } from '../node/transport/quote.js';
 import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
-import { runtimeUnitsOf } from '../runbook/journal.js';
+import { priorVersions, runtimeUnitsOf } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 
 export interface UpgradePlan extends StepPlan {
@@ -67,7 +67,8 @@ const debsDir = (ctx: RunContext) => `${STATE_DIRS.backups}/${ctx.runId}/debs`;
 
 /** The prior versions of these packages, kept as .deb files on the node before the install replaces them. */
 async function keepPriorDebs(ctx: RunContext, packages: string[]): Promise<void> {
-  const priors = Object.fromEntries(packages.map((p) => [p, ctx.journal.prior?.packages[p] ?? '']).filter(([, v]) => v !== ''));
+  const before = ctx.journal.prior ? priorVersions(ctx.journal.prior) : {};
+  const priors = Object.fromEntries(packages.map((p) => [p, before[p] ?? '']).filter(([, v]) => v !== ''));
   if (Object.keys(priors).length === 0) return;
   const { kept, missing } = parseKeptDebs(await run(ctx.transport, keepDebsScript(priors, debsDir(ctx)), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 }));
   ctx.journal.keptDebs = { ...ctx.journal.keptDebs, ...kept };
@@ -119,7 +120,8 @@ export const upgradeRuntime: Step<UpgradePlan> = {
       ...Object.entries(install).map(([p, v]) => `install ${p} ${installed[p] || '(not cleanly installed)'} -> ${v}`),
       ...(changing || down.length > 0 ? [`start ${units.join(', ')}`] : []),
     ];
-    const keep = Object.keys(install).filter((p) => ctx.journal.prior?.packages[p]).map((p) => `keep the .deb of ${p} ${ctx.journal.prior!.packages[p]} for a rollback`);
+    const before = ctx.journal.prior ? priorVersions(ctx.journal.prior) : {};
+    const keep = [...Object.keys(install), ...Object.keys(ctx.journal.prior?.alongside ?? {})].filter((p) => before[p]).map((p) => `keep the .deb of ${p} ${before[p]} for a rollback`);
     return {
       install,
       units,
@@ -130,7 +132,8 @@ export const upgradeRuntime: Step<UpgradePlan> = {
   },
   async apply(ctx, plan) {
     if (Object.keys(plan.install).length > 0) {
-      await keepPriorDebs(ctx, Object.keys(plan.install));
+      // What apt changes alongside (shown in preflight's plan) is kept too: a rollback puts each one back.
+      await keepPriorDebs(ctx, [...Object.keys(plan.install), ...Object.keys(ctx.journal.prior?.alongside ?? {})]);
       await install(ctx, plan.install, plan.units);
     }
     else await run(ctx.transport, startUnitsScript(plan.units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
@@ -142,10 +145,10 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     await expectAtTargets(ctx);
   },
   async rollback(ctx) {
-    const prior = ctx.journal.prior!;
+    const prior = priorVersions(ctx.journal.prior!);
     const units = unitsOf(ctx);
-    const installed = await ctx.installedVersions(Object.keys(prior.packages));
-    const back = Object.fromEntries(Object.entries(prior.packages).filter(([p, v]) => installed[p] !== v));
+    const installed = await ctx.installedVersions(Object.keys(prior));
+    const back = Object.fromEntries(Object.entries(prior).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
       const files = await keptDebsOnNode(ctx, Object.keys(back));
       await install(ctx, back, units, files);
@@ -156,6 +159,6 @@ export const upgradeRuntime: Step<UpgradePlan> = {
       return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}${from}`;
     }
     await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
-    return `versions unchanged (${Object.entries(prior.packages).map(([p, v]) => `${p} ${v}`).join(', ')}); runtime started`;
+    return `versions unchanged (${Object.entries(prior).map(([p, v]) => `${p} ${v}`).join(', ')}); runtime started`;
   },
 };

@@ -121,6 +121,11 @@ export function parseInstallSimulation(text: string): InstallSimulation {
   return { changes, removals };
 }
 
+/** The installed packages apt's plan changes besides the targets (a newer runc), at their versions now. */
+export function changedAlongside(simulation: InstallSimulation, targets: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(simulation.changes.filter((c) => targets[c.name] === undefined && c.from).map((c) => [c.name, c.from]));
+}
+
 /** apt's file name for a package version: an epoch's colon is written %3a. */
 export const debFileGlob = (name: string, version: string) => `${name}_${version.replace(/:/g, '%3a')}_*.deb`;
 

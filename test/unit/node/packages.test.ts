@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brokenPackages, cleanVersions, debFileGlob, installScript, keepDebsScript, parseAvailableVersions, parseInstallSimulation, parseKeptDebs, parsePackageDb } from '../../../src/node/packages/index.js';
+import { brokenPackages, changedAlongside, cleanVersions, debFileGlob, installScript, keepDebsScript, parseAvailableVersions, parseInstallSimulation, parseKeptDebs, parsePackageDb } from '../../../src/node/packages/index.js';
 import { parseNodeState } from '../../../src/node/state/parse.js';
 
 // dpkg-query -W -f='${Package}\t${Version}\t${db:Status-Abbrev}\n' lines as dpkg prints them (note the trailing space
@@ -72,6 +72,11 @@ describe("apt-get -s: what an install would change and remove", () => {
       changes: [{ name: 'containerd', from: '1.6.20~ds1-1+deb12u2', to: '1.6.20~ds1-1+deb12u3' }, { name: 'tini', from: '', to: '0.19.0-1' }],
       removals: [],
     });
+  });
+  it('names what apt changes alongside the targets, at its version now (new packages are no rollback\'s to undo)', () => {
+    const withRunc = `${upgrade}Inst runc [1.1.5+ds1-1+deb12u1] (1.1.12+ds1-1 Debian:12.15/oldstable [amd64])\n`;
+    expect(changedAlongside(parseInstallSimulation(withRunc), { containerd: '1.6.20~ds1-1+deb12u3' })).toEqual({ runc: '1.1.5+ds1-1+deb12u1' });
+    expect(changedAlongside(parseInstallSimulation(upgrade), { containerd: '1.6.20~ds1-1+deb12u3' })).toEqual({});
   });
   it('reads each package removed, with its version', () => {
     expect(parseInstallSimulation(removing).removals).toEqual([
