@@ -108,7 +108,7 @@ export function stepsToUndo(journal: Journal, order: readonly string[]): string[
 export const kubeletUnitOf = (journal: Journal) => journal.prior?.kubeletUnit ?? 'kubelet';
 
 /** Every package the run changes, at its version before it: the targets' and what apt changes alongside them. */
-export const priorVersions = (prior: PriorState): Record<string, string> => ({ ...prior.alongside, ...prior.packages });
+export const priorVersions = (prior: PriorState): Record<string, string> => ({ ...prior.packages, ...prior.alongside });
 
 /** The runtime's units the run stops and starts, in start order: those active before it, else the flavor's. */
 export const runtimeUnitsOf = (prior: PriorState) => (prior.runtimeServices.length > 0 ? prior.runtimeServices : runtimeUnits(prior.flavor));

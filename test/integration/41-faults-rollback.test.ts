@@ -21,7 +21,45 @@ const undone = (r: any) => r.rollback.map((x: any) => [x.step, x.status]);
 // What the rollback of a run that failed in upgrade-runtime undoes, newest first.
 const UNDO_FROM_UPGRADE = ['upgrade-runtime', 'clear-state', 'teardown-sandboxes', 'stop-kubelet', 'drain', 'cordon'];
 
+/**
+ * A package apt must change alongside the new containerd, at two versions in an apt source of the node's own: its
+ * installed v1 breaks containerd's new version, so apt's plan for it upgrades it to v2 (as a newer containerd pulls a
+ * newer runc). Built on the node with dpkg-deb, its Packages index written by hand (the node has no dpkg-dev).
+ */
+async function dependencyAlongside(t: Target): Promise<string> {
+  const name = 'node-maint-test-dep';
+  await t.sh(`set -e; d=/srv/node-maint-test-dep; rm -rf $d; mkdir -p $d
+    for v in 1 2; do
+      p=$(mktemp -d); mkdir -p $p/DEBIAN
+      printf 'Package: ${name}\nVersion: %s\nArchitecture: all\nMaintainer: test <t@localhost>\nDescription: a dependency changed alongside containerd\n' $v > $p/DEBIAN/control
+      [ $v = 1 ] && echo 'Breaks: containerd (>= ${bed().containerd.new})' >> $p/DEBIAN/control
+      dpkg-deb -b -Zgzip $p $d/${name}_\${v}_all.deb >/dev/null; rm -rf $p
+    done
+    cd $d; for f in *.deb; do dpkg-deb -f $f; printf 'Filename: ./%s\nSize: %s\nSHA256: %s\n\n' $f $(stat -c %s $f) $(sha256sum $f | cut -d' ' -f1); done > Packages
+    echo 'deb [trusted=yes] file:/srv/node-maint-test-dep ./' > /etc/apt/sources.list.d/node-maint-test-dep.list
+    apt-get update -qq -o Dir::Etc::sourcelist=/etc/apt/sources.list.d/node-maint-test-dep.list -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0 >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q ${name}=1 >/dev/null`);
+  return name;
+}
+
 describe('failures before the point of no return are rolled back', () => {
+  it.concurrent('a package apt upgraded alongside the target (a newer dependency) is kept and put back with it; exit 11', onNode(async (t) => {
+    const dep = await dependencyAlongside(t);
+    try {
+      const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--hook-after-upgrade', `echo "${dep} $(dpkg-query -W -f='\${Version}' ${dep}) after the upgrade" >&2; exit 3`]));
+      expect(result.code, result.stderr).toBe(11);
+      const r = report(result);
+      expect(r.steps[0].summary).toContain(`kept for a rollback too: ${dep} 1`);
+      // The hook saw it upgraded alongside, then the rollback put it back.
+      expect(r.steps.find((x: any) => x.name === 'upgrade-runtime').error).toContain(`${dep} 2 after the upgrade`);
+      expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toMatch(new RegExp(`^reinstalled containerd ${bed().containerd.old.replace(/[.+~]/g, '\\$&')}, ${dep} 1 \\(from the kept `));
+      expect((await t.sh(`dpkg-query -W -f='\${Version}' ${dep}`)).trim()).toBe('1');
+      await expectServing(t, bed().containerd.old);
+    } finally {
+      await t.sh(`DEBIAN_FRONTEND=noninteractive apt-get purge -y -q ${dep} >/dev/null 2>&1; rm -rf /srv/node-maint-test-dep /etc/apt/sources.list.d/node-maint-test-dep.list; apt-get update -qq >/dev/null 2>&1 || true`);
+    }
+  }));
+
   it.concurrent('the package install failing mid-unpack (preinst): the old version stays, held; exit 11', onNode(async (t) => {
     await setFault(t, 'preinst-fail');
     const result = await upgradeNode(upgradeArgs(t, bed().containerd.faulty));
