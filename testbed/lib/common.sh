@@ -79,7 +79,7 @@ timed() {
   TIMINGS+=("$name $((SECONDS - t))s")
   return $rc
 }
-timings() { local IFS=','; echo "${TIMINGS[*]}" | sed 's/,/, /g'; }
+timings() { local out="" t; for t in "${TIMINGS[@]}"; do out+="${out:+, }$t"; done; echo "$out"; }
 
 # wait_for DESCRIPTION SECONDS COMMAND...: polls until the command succeeds.
 wait_for() {
