@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Cluster } from '../../../src/cluster/api.js';
-import type { Journal } from '../../../src/runbook/journal.js';
-import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
-import type { RunOptions } from '../../../src/runbook/options.js';
-import { makeContext } from '../../../src/runbook/context.js';
-import { NEVER_STOPPED } from '../../../src/runbook/stop.js';
+import { contextOn } from './context-on.js';
 import type { ExecResult, Transport } from '../../../src/node/transport/types.js';
 
 /** A node that answers a state read with its read count as the hostname, and anything else with nothing. */
@@ -20,20 +15,6 @@ class CountingNode implements Transport {
   async close() {}
 }
 
-function contextOn(node: CountingNode) {
-  const cluster = { withHooks: () => cluster } as unknown as Cluster;
-  return makeContext({
-    options: { commandTimeoutSeconds: 60, dryRun: false } as RunOptions,
-    cluster,
-    transport: node,
-    journal: { runId: 'r' } as Journal,
-    resuming: false,
-    keeper: { fence: async () => undefined } as unknown as LeaseKeeper,
-    emit: () => undefined,
-    currentStep: () => 'test',
-    stop: NEVER_STOPPED,
-  });
-}
 
 // State reads cost the node CPU: a fresh read with nothing done on the node since one a moment ago is that one.
 describe('the run context\'s state reads', () => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { holderIdentity, isDeadLocalHolder, judgeHolder, leaseRecord, machineIdentity, takenSpec } from '../../../src/cluster/lease.js';
+import { holderIdentity, isDeadLocalHolder, judgeHolder, leaseRecord, takenSpec } from '../../../src/cluster/lease.js';
 import type { Lease } from '../../../src/cluster/types.js';
 
 const lease = (holder: string | null, renewTime: string, rv: string): Lease => ({

@@ -4,13 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import type { Cluster } from '../../../src/cluster/api.js';
 import { parseRunningCommands, recordedScript, runningCommandsScript } from '../../../src/node/commands.js';
 import type { ExecResult, Transport } from '../../../src/node/transport/types.js';
-import { makeContext } from '../../../src/runbook/context.js';
-import type { Journal } from '../../../src/runbook/journal.js';
-import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
-import type { RunOptions } from '../../../src/runbook/options.js';
+import { contextOn } from './context-on.js';
 import { mustHurry, stopNow, stoppedError, withinStopGrace } from '../../../src/runbook/stop.js';
 import { waitUntil } from '../../../src/wait.js';
 
@@ -29,20 +25,6 @@ class SlowNode implements Transport {
   async close() {}
 }
 
-function contextOn(node: Transport, stop: AbortSignal) {
-  const cluster = { withHooks: () => cluster } as unknown as Cluster;
-  return makeContext({
-    options: { commandTimeoutSeconds: 60, dryRun: false } as RunOptions,
-    cluster,
-    transport: node,
-    journal: { runId: 'r1' } as Journal,
-    resuming: false,
-    keeper: { fence: async () => undefined } as unknown as LeaseKeeper,
-    emit: () => undefined,
-    currentStep: () => 'test',
-    stop,
-  });
-}
 
 describe('an operator\'s stop', () => {
   it('lets no new change reach the node, while reads (the stop\'s own report) still do', async () => {

@@ -1,0 +1,23 @@
+import type { Cluster } from '../../../src/cluster/api.js';
+import type { Transport } from '../../../src/node/transport/types.js';
+import { makeContext } from '../../../src/runbook/context.js';
+import type { Journal } from '../../../src/runbook/journal.js';
+import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
+import type { RunOptions } from '../../../src/runbook/options.js';
+import { NEVER_STOPPED } from '../../../src/runbook/stop.js';
+
+/** A run's context over this node, with an API that is never asked and a Lease always held. */
+export function contextOn(node: Transport, stop: AbortSignal = NEVER_STOPPED) {
+  const cluster = { withHooks: () => cluster } as unknown as Cluster;
+  return makeContext({
+    options: { commandTimeoutSeconds: 60, dryRun: false } as RunOptions,
+    cluster,
+    transport: node,
+    journal: { runId: 'r1' } as Journal,
+    resuming: false,
+    keeper: { fence: async () => undefined } as unknown as LeaseKeeper,
+    emit: () => undefined,
+    currentStep: () => 'test',
+    stop,
+  });
+}
