@@ -50,6 +50,15 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
   let hook: Awaited<ReturnType<typeof webhookReceiver>>;
   const events = () => hook.messages.map((m) => `${m.event}${m.node ? ` ${m.node}` : ''}`);
 
+  /** The next plain `pulumi up` finishes both nodes at `version`, and the webhook's story ends fleet-finished; its output. */
+  const nextUpFinishes = async (version: string) => {
+    hook.messages.length = 0;
+    const again = await stack.run(['up', '--yes', '--skip-preview']);
+    for (const node of [FIRST, SECOND]) expect(await containerdOn(node)).toBe(version);
+    expect(events().at(-1)).toBe('fleet-finished');
+    return again.stdout + again.stderr;
+  };
+
   beforeAll(async () => {
     await setHold(0);
     hook = await webhookReceiver();
@@ -105,11 +114,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     expect(events().at(-1)).toBe('fleet-failed');
     expect(hook.messages.at(-1)).toMatchObject({ results: { [FIRST.name]: 'stopped', [SECOND.name]: 'not-started' } });
 
-    hook.messages.length = 0;
-    const again = await stack.run(['up', '--yes', '--skip-preview']);
-    expect(again.stdout + again.stderr).toContain(`${FIRST.name}: a stopped or killed \`pulumi up\` left run`);
-    for (const node of [FIRST, SECOND]) expect(await containerdOn(node)).toBe(bed().containerd.new);
-    expect(events().at(-1)).toBe('fleet-finished');
+    expect(await nextUpFinishes(bed().containerd.new)).toContain(`${FIRST.name}: a stopped or killed \`pulumi up\` left run`);
   });
 
   it('two SIGTERMs in the teardown: pulumi ends at once; its provider stops the node and exits within a minute; the next up finishes', async () => {
@@ -128,10 +133,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     await expectGone(tree, 5_000, 'what else pulumi left').catch(() => undefined);
 
     await stack.run(['cancel', '--yes'], { allowFailure: true });
-    hook.messages.length = 0;
-    await stack.run(['up', '--yes', '--skip-preview']);
-    for (const node of [FIRST, SECOND]) expect(await containerdOn(node)).toBe(bed().containerd.old);
-    expect(events().at(-1)).toBe('fleet-finished');
+    await nextUpFinishes(bed().containerd.old);
   });
 
   it('SIGKILL of pulumi during apt: the provider neither spins nor grows, stops the node and exits within a minute; after pulumi cancel the next up finishes every node', async () => {
@@ -165,11 +167,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     const locked = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(locked.stdout + locked.stderr).toContain('the stack is currently locked');
     await stack.run(['cancel', '--yes']);
-    hook.messages.length = 0;
-    const again = await stack.run(['up', '--yes', '--skip-preview']);
-    expect(again.stdout + again.stderr).toMatch(new RegExp(`waves: ${FIRST.name}, then ${SECOND.name}`));
-    for (const node of [FIRST, SECOND]) expect(await containerdOn(node)).toBe(bed().containerd.new);
+    expect(await nextUpFinishes(bed().containerd.new)).toMatch(new RegExp(`waves: ${FIRST.name}, then ${SECOND.name}`));
     expect((await kubectlJson('get', 'node', FIRST.name)).spec.unschedulable).toBeUndefined();
-    expect(events().at(-1)).toBe('fleet-finished');
   });
 });
