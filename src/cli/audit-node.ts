@@ -13,7 +13,7 @@ import { auditExitCode, renderAudit } from './render-audit.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 
-export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--output text|json|prometheus] [--textfile-dir DIR] [options]
+export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--cluster-wide] [--output text|json|prometheus] [--textfile-dir DIR] [options]
 
 Audits a node, on any day, for leaked network and sandbox resources: host-local IPs whose container is not a live
 sandbox (both file formats) and pod IPs with no allocation, with usage per range of each network's own host-local
@@ -23,8 +23,10 @@ checkpoints with no container and sandboxes with no checkpoint; not-ready sandbo
 them; Calico IPAM (leaked IPs of this node's blocks; an IP of one node's block used on another that the block does not
 record for that pod; a recorded borrow is no conflict); whereabouts allocations (IPPools) of the node's ranges whose
 pod, bound here, runs in another sandbox; orphaned network namespaces; two CNI networks over one PodCIDR.
-Cluster-wide findings (Calico affinities of removed nodes, handles with no IP; whereabouts allocations of pods that no
-longer exist) are shown in their own section (JSON: clusterFindings) and never change the exit code. A check that
+The cluster's IPAM is read as far as the node needs (its blocks, its pods, the pods its blocks name; the IPPools of its
+ranges), so an audit costs the same on a cluster of 100 or 100,000 pods. Cluster-wide findings (Calico affinities of
+removed nodes, handles with no IP; whereabouts allocations of pods that no longer exist) need the whole IPAM and every
+pod: read with --cluster-wide, shown in their own section (JSON: clusterFindings), never changing the exit code. A check that
 cannot look (runtime or API did not answer) is reported as "could not verify", never as clean. The node's state comes
 back in one round trip.
 
@@ -32,11 +34,15 @@ back in one round trip.
                             --grace, liveness being the union of runtime sandboxes, CNI cache, pod IPs from the API
                             and live netns. CNI DEL is replayed from the cache where it can be; a host-local file is
                             deleted only under the plugin's own flock after a re-check; all removed files are backed
-                            up under /var/lib/node-maint/backups; Calico objects (cluster-wide ones too) change with
-                            resourceVersion preconditions, whereabouts' pool entries by a JSON patch that tests them (each saved on the node
-                            first). The plan is printed before anything is done. Refuses to
-                            act at all when either audit could not verify everything. Holds the node's Lease
+                            up under /var/lib/node-maint/backups; Calico objects change with resourceVersion
+                            preconditions, whereabouts' pool entries by a JSON patch that tests them (each saved on
+                            the node first); what no one node owns only with --cluster-wide. The plan is printed
+                            before anything is done. Refuses to act at all when either audit could not verify
+                            everything. Holds the node's Lease
                             throughout, as upgrade-node does: refused while a run holds it (exit 9).
+  --cluster-wide            also read the cluster's whole Calico IPAM and every pod: affinities of removed nodes,
+                            handles that hold no IP, whereabouts allocations of gone pods, a pod elsewhere using an
+                            address this node's block records as free (with --reclaim: released too)
   --lease-namespace NS      where the node's Lease is (kube-system), as upgrade-node's
   --interval DURATION       between the two observations (5s)     --grace DURATION   minimum age (120s)
   --skip-wait-for-delete-timeout DURATION
@@ -64,7 +70,7 @@ const apiCost = (cluster: Cluster) => ({ requests: cluster.requestsSent, bytesRe
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
-  const options = { reclaim: { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'lease-namespace': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
+  const options = { reclaim: { type: 'boolean' }, 'cluster-wide': { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'lease-namespace': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
   try {
     return await runCommand(argv, io, { options, help: AUDIT_HELP, outputs: ['text', 'json', 'prometheus'] }, async (flags, positionals, json, format) => {
       const node = singleNode(positionals);
@@ -76,9 +82,10 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       const access = await connectNode(node, flags, (line) => io.stderr(`node-maint: ${line}\n`));
       transport = access.transport;
       const started = Date.now();
+      const ipamScope = flags['cluster-wide'] ? 'cluster' : 'node';
       if (!flags.reclaim) {
         const skipWait = flags['skip-wait-for-delete-timeout'] ? parseDuration(String(flags['skip-wait-for-delete-timeout']), '--skip-wait-for-delete-timeout') : 0;
-        const { report } = await auditLiveNode({ cluster: access.cluster, transport, node, skipWaitForDeleteTimeoutSeconds: skipWait });
+        const { report } = await auditLiveNode({ cluster: access.cluster, transport, node, skipWaitForDeleteTimeoutSeconds: skipWait, ipamScope });
         if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(report));
         if (format === 'prometheus') io.stdout(await auditMetrics(report));
         else io.stdout(json ? `${JSON.stringify({ ...report, durationMs: Date.now() - started, api: apiCost(access.cluster) }, null, 2)}\n` : `${renderAudit(report)}\n`);
@@ -91,6 +98,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         leaseNamespace,
         intervalSeconds: interval,
         graceSeconds: grace,
+        ipamScope,
         onPlan: (lines) => io.stderr(`reclaim plan for ${node}:\n${lines.map((l) => `  - ${l}`).join('\n') || '  nothing is provably dead'}\n`),
       });
       if (textfileDir) await writeTextfile(transport, textfileDir, AUDIT_TEXTFILE, await auditMetrics(result.after));

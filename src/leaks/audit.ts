@@ -9,7 +9,7 @@ import { leftAloneLine } from '../node/cni/owners.js';
 import { liveness } from './liveness.js';
 import { detectWhereaboutsLeaks } from './whereabouts/detect.js';
 import type { WhereaboutsView } from './whereabouts/types.js';
-import { auditVerdict, type AuditReport } from './types.js';
+import { auditVerdict, type AuditReport, type IpamScope } from './types.js';
 
 export interface AuditInput {
   node: string;
@@ -29,6 +29,8 @@ export interface AuditInput {
   skipWaitForDeleteTimeoutSeconds?: number;
   /** What the caller could not read, with why (e.g. Calico's IPAM). */
   unverifiable?: string[];
+  /** How much of the cluster's IPAM was read ('node' unless said). */
+  ipamScope?: IpamScope;
   nowMs?: number;
 }
 
@@ -64,9 +66,13 @@ export function auditNode(input: AuditInput): AuditReport {
     unverifiable,
     findings,
     clusterFindings: [...(input.calico?.cluster ?? []), ...whereabouts.cluster],
+    ipamScope: input.ipamScope ?? 'node',
     ranges: ipam.ranges,
     leftAlone: [
       leftAloneLine(state),
+      (input.ipamScope ?? 'node') === 'node' && (input.calico || input.whereabouts)
+        ? `cluster-wide IPAM not read (Calico affinities of removed nodes, handles that hold no IP${input.whereabouts ? ', whereabouts allocations of pods bound elsewhere or gone' : ''}): audit-node --cluster-wide reads it`
+        : '',
       whereabouts.cannotTell.length > 0 ? `${whereabouts.cannotTell.length} whereabouts allocation(s) that name no pod and whose container is not this node's: cannot tell whose, left alone: ${whereabouts.cannotTell.join(', ')}` : '',
       excused.size > 0 ? `${excused.size} pod(s) held Terminating by a finalizer, nothing of them left in the runtime (--skip-wait-for-delete-timeout): ${[...excused].join(', ')}` : '',
     ].filter(Boolean),

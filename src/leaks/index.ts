@@ -9,7 +9,7 @@ import type { Transport } from '../node/transport/types.js';
 import { auditNode } from './audit.js';
 import { calicoFindings } from './calico/index.js';
 import type { CalicoFindings } from './calico/types.js';
-import type { AuditReport } from './types.js';
+import type { AuditReport, IpamScope } from './types.js';
 import { readWhereaboutsView } from './whereabouts/read.js';
 import { whereaboutsRanges } from './whereabouts/ranges.js';
 import type { WhereaboutsView } from './whereabouts/types.js';
@@ -24,6 +24,8 @@ export interface LiveAuditInput {
   skipWaitForDeleteTimeoutSeconds?: number;
   /** An operator's stop: a settling audit gives up between its reads. */
   signal?: AbortSignal;
+  /** 'cluster' also reads the cluster's whole IPAM and every pod, for what no one node owns (audit-node --cluster-wide). */
+  ipamScope?: IpamScope;
 }
 
 type Read<T> = { value: T; error?: undefined } | { value?: undefined; error: string };
@@ -41,13 +43,13 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
       (items): Read<Pod[]> => ({ value: items }),
       (e: unknown): Read<Pod[]> => ({ error: messageOf(e) }),
     ),
-    calicoFindings(input.cluster, input.node).then(
-      (found): Read<CalicoFindings> => ({ value: found }),
-      (e: unknown): Read<CalicoFindings> => ({ error: messageOf(e) }),
+    calicoFindings(input.cluster, input.node, input.ipamScope).then(
+      (found): Read<CalicoFindings | undefined> => ({ value: found }),
+      (e: unknown): Read<CalicoFindings | undefined> => ({ error: messageOf(e) }),
     ),
   ]);
   // whereabouts' pools after the node's state, which says which ranges its networks use (most nodes: none).
-  const whereabouts = await readWhereaboutsView(input.cluster, whereaboutsRanges(state)).then(
+  const whereabouts = await readWhereaboutsView(input.cluster, whereaboutsRanges(state), input.ipamScope).then(
     (view): Read<WhereaboutsView | undefined> => ({ value: view }),
     (e: unknown): Read<WhereaboutsView | undefined> => ({ error: messageOf(e) }),
   );
@@ -62,6 +64,7 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
     skipWaitForDeleteTimeoutSeconds: input.skipWaitForDeleteTimeoutSeconds,
     calico: calico.value,
     whereabouts: whereabouts.value,
+    ipamScope: input.ipamScope,
     unverifiable: [
       ...(calico.error === undefined ? [] : [`Calico's IPAM could not be read (${calico.error}): its leaks and conflicts were not checked`]),
       ...(whereabouts.error === undefined ? [] : [`whereabouts' IPPools could not be read (${whereabouts.error}): its allocations were not checked`]),

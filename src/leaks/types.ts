@@ -72,6 +72,12 @@ export type RangeUsage = MeasuredRange | UnmeasuredRange;
  * proven, but some check could not look (a blind check is never "clean"). */
 export type AuditVerdict = 'clean' | 'leaks' | 'unverifiable';
 
+/**
+ * What an audit reads of the cluster's IPAM (Calico, whereabouts): the node's own (every proof of a run; bytes that do
+ * not grow with the cluster's pods), or also the whole of it and every pod's name, for what no one node owns.
+ */
+export type IpamScope = 'node' | 'cluster';
+
 export interface AuditReport {
   node: string;
   /** The node's clock when its state was read, seconds since the epoch. */
@@ -84,6 +90,8 @@ export interface AuditReport {
   /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP, whereabouts allocations of gone
    * pods): reported, never counted. */
   clusterFindings: Finding[];
+  /** 'node': what no one node owns was not read (audit-node --cluster-wide reads it). */
+  ipamScope: IpamScope;
   ranges: RangeUsage[];
   /** What the audit left alone: other CNI users' cache entries and host-local directories (podman), not Kubernetes'. */
   leftAlone: string[];

@@ -79,8 +79,23 @@ describe('Calico IPAM leaks', () => {
     for (const [kind, name] of created) await kubectl('delete', kind, name, '--ignore-not-found');
   });
 
-  it('finds the leaked IP of the node\'s own block; the removed node\'s affinity and the empty handle are cluster-wide; a borrow is no conflict', async () => {
+  it('a node\'s audit reads its own IPAM: the leaked IP of its block; the conflict on the pods\' node; nothing cluster-wide', async () => {
     const result = await audit(FIRST.name);
+    expect(result.code, result.stderr).toBe(13);
+    const report = JSON.parse(result.stdout);
+    expect(report.findings.map((f: any) => [f.class, f.evidence.ip])).toEqual([['calico-ip-leaked', '10.251.0.1']]);
+    expect(report.clusterFindings).toEqual([]);
+    expect(report.leftAlone.join('\n')).toMatch(/cluster-wide IPAM not read .*audit-node --cluster-wide reads it/);
+    // The pods' own node sees the conflict: its pods' addresses lie in FIRST's block, which does not record them.
+    const other = JSON.parse((await audit(SECOND.name)).stdout);
+    expect(other.findings.filter((f: any) => f.class === 'calico-ip-conflict').map((f: any) => [f.evidence.ip, f.evidence.pod]).sort()).toEqual(inBlock);
+    expect(other.findings.map((f: any) => f.evidence.ip)).not.toContain(borrower.ip);
+    // Neither read the cluster's blocks, handles or pods.
+    expect(report.api.bytesRead).toBeLessThan(200_000);
+  });
+
+  it('--cluster-wide: the removed node\'s affinity and the empty handle are cluster-wide; the block owner sees the conflict too; a borrow is none', async () => {
+    const result = await audit(FIRST.name, ['--cluster-wide']);
     expect(result.code, result.stderr).toBe(13);
     const report = JSON.parse(result.stdout);
     const by = (cls: string) => report.findings.filter((f: any) => f.class === cls);
@@ -95,13 +110,10 @@ describe('Calico IPAM leaks', () => {
     expect(conflicts.map((f: any) => [f.evidence.ip, f.evidence.pod]).sort()).toEqual(inBlock);
     expect(conflicts.every((f: any) => f.evidence.podNode === SECOND.name && f.evidence.blockNode === FIRST.name)).toBe(true);
     expect(inBlock.map(([ip]) => ip)).toContain(victim.ip);
-    // The pods' own node sees the conflict too.
-    const other = JSON.parse((await audit(SECOND.name)).stdout).findings;
-    expect(other.filter((f: any) => f.class === 'calico-ip-conflict').map((f: any) => f.evidence.pod).sort()).toEqual(inBlock.map(([, pod]) => pod).sort());
   });
 
   it('reclaim releases through the CRDs: the IP, its handle, the orphan affinity; the conflict is left to an operator', async () => {
-    const result = await audit(FIRST.name, ['--reclaim', '--interval', '1']);
+    const result = await audit(FIRST.name, ['--reclaim', '--cluster-wide', '--interval', '1']);
     const outcome = JSON.parse(result.stdout);
     expect(outcome.calico.map((o: any) => [o.finding.class, o.verdict]).sort()).toEqual([
       ['calico-affinity-orphan', 'freed'],

@@ -124,14 +124,17 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     // keeper may not restart (a Job's pod, say): it fails, and no sandbox of its ever takes its allocation over again.
     await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, 'keeper')).status.phase === 'Failed', 120_000, 'keeper failed');
 
-    const audit = await nodeAudit(t);
+    // The node's own audit judges what is bound here; a gone pod's allocation is no node's: --cluster-wide reads it.
+    const own = JSON.parse((await nodeAudit(t)).stdout);
+    expect([own.findings.map((f: any) => f.evidence.pod), own.clusterFindings]).toEqual([[`${ns.name}/keeper`], []]);
+    const audit = await nodeAudit(t, ['--cluster-wide']);
     expect(audit.code, audit.stderr).toBe(13);
     const found = JSON.parse(audit.stdout);
     expect(found.findings.map((f: any) => [f.class, f.evidence.ip, f.evidence.pod])).toEqual([['whereabouts-ip-leaked', keeper.ip, `${ns.name}/keeper`]]);
     const mine = (pod: string) => [`${ns.name}/keeper`, `${ns.name}/goner`].includes(pod);
     expect(found.clusterFindings.filter((f: any) => mine(f.evidence.pod)).map((f: any) => [f.class, f.evidence.ip, f.evidence.pod])).toEqual([['whereabouts-ip-leaked', goner.ip, `${ns.name}/goner`]]);
 
-    const reclaim = await nodeAudit(t, ['--reclaim', '--grace', '0', '--interval', '1']);
+    const reclaim = await nodeAudit(t, ['--reclaim', '--cluster-wide', '--grace', '0', '--interval', '1']);
     expect(reclaim.code, reclaim.stderr).toBe(0);
     const result = JSON.parse(reclaim.stdout);
     const ours = result.whereabouts.filter((o: any) => mine(o.finding.evidence.pod));

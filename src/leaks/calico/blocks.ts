@@ -1,9 +1,9 @@
 import { canonicalCidr, ordinalIn, subnetOf } from '../../node/cni/host-local.js';
 import type { AllocationAttribute, IpamBlock } from './types.js';
 
-/** Finds the block an address lies in: one lookup per block size in use, not one match per block. */
-export function blockFinder(blocks: IpamBlock[]): (ip: string) => IpamBlock | undefined {
-  const byCidr = new Map<string, IpamBlock>();
+/** Finds the block (or affinity) an address lies in: one lookup per block size in use, not one match per block. */
+export function blockFinder<T extends { spec: { cidr: string } }>(blocks: T[]): (ip: string) => T | undefined {
+  const byCidr = new Map<string, T>();
   const sizes = new Set<number>();
   for (const block of blocks) {
     const cidr = canonicalCidr(block.spec.cidr);

@@ -2,15 +2,15 @@ import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding } from '../types.js';
 import { allocatedPod } from './blocks.js';
 import { detectIpConflicts } from './conflicts.js';
-import { affineNode, type CalicoFindings, type CalicoView } from './types.js';
+import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, type IpamHandle } from './types.js';
 
 // Leak class 6: Calico IPAM in the Kubernetes datastore. Pure, over one read of the CRDs and the pods.
 // A node's findings are the addresses of its blocks and the pods on it; what no one node owns (affinities of removed
-// nodes, handles with no IP) is cluster-wide, so it fails no node's audit while every node's audit still shows it.
+// nodes, handles with no IP) is cluster-wide: judged only from the whole view, and it fails no node's audit.
 export function detectCalicoLeaks(view: CalicoView, node: string): CalicoFindings {
   return {
     node: [...detectLeakedIps(view, node), ...detectIpConflicts(view, node)],
-    cluster: [...detectOrphanAffinities(view), ...detectLeakedHandles(view)],
+    cluster: view.whole ? [...detectOrphanAffinities(view, view.whole.affinities), ...detectLeakedHandles(view, view.whole.handles)] : [],
   };
 }
 
@@ -39,8 +39,8 @@ function detectLeakedIps(view: CalicoView, node: string): Finding[] {
   return findings;
 }
 
-function detectOrphanAffinities(view: CalicoView): Finding[] {
-  return view.affinities
+function detectOrphanAffinities(view: CalicoView, affinities: BlockAffinity[]): Finding[] {
+  return affinities
     .filter((a) => !view.nodes.has(a.spec.node))
     .map((a) => {
       const block = view.blocks.find((b) => b.spec.cidr === a.spec.cidr);
@@ -54,7 +54,7 @@ function detectOrphanAffinities(view: CalicoView): Finding[] {
     });
 }
 
-function detectLeakedHandles(view: CalicoView): Finding[] {
+function detectLeakedHandles(view: CalicoView, handles: IpamHandle[]): Finding[] {
   const referenced = new Set<string>();
   for (const block of view.blocks) {
     for (const attrIndex of block.spec.allocations) {
@@ -62,7 +62,7 @@ function detectLeakedHandles(view: CalicoView): Finding[] {
       if (handle) referenced.add(handle.toLowerCase());
     }
   }
-  return view.handles
+  return handles
     .filter((h) => !(Object.values(h.spec.block ?? {}).reduce((n, c) => n + c, 0) > 0 && referenced.has(h.spec.handleID.toLowerCase())))
     .map((h) => ({
       class: 'calico-handle-leaked' as const,

@@ -32,13 +32,18 @@ export interface IpamHandle {
   spec: { handleID: string; block: Record<string, number>; deleted?: boolean };
 }
 
+/**
+ * One read of Calico's IPAM. A node's view holds its own blocks, those its pods' addresses lie in, its pods and the
+ * pods its blocks name; the whole view (audit-node --cluster-wide) every block, pod, affinity and handle.
+ */
 export interface CalicoView {
-  affinities: BlockAffinity[];
   blocks: IpamBlock[];
-  handles: IpamHandle[];
+  /** Nodes known to exist (a node's view: this one and the owners of the blocks read). */
   nodes: Set<string>;
-  /** pod IP -> {pod, node} for every pod in the cluster with an IP. */
+  /** pod IP -> {pod, node} for the pods read that have an IP. */
   podIps: Map<string, { pod: string; node: string }>;
+  /** Only in the whole view: what no one node owns is judged from these. */
+  whole?: { affinities: BlockAffinity[]; handles: IpamHandle[] };
 }
 
 export const affineNode = (block: IpamBlock) => (block.spec.affinity?.startsWith('host:') ? block.spec.affinity.slice(5) : undefined);

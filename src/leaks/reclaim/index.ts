@@ -14,7 +14,7 @@ import { hasCalico } from '../calico/index.js';
 import { reclaimPermissions, requirePermissions } from '../../cluster/permissions.js';
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
-import type { AuditReport, ReleaseOutcome } from '../types.js';
+import type { AuditReport, IpamScope, ReleaseOutcome } from '../types.js';
 import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
 import { parseReclaimOutput, reclaimScript, type ReclaimOutcome } from './script.js';
 
@@ -28,6 +28,8 @@ export interface ReclaimOptions {
   intervalSeconds: number;
   /** Files younger than this are left alone: an ADD may still be under way. */
   graceSeconds: number;
+  /** 'cluster' also judges, and releases, what no one node owns (audit-node --cluster-wide). */
+  ipamScope?: IpamScope;
   onPlan?: (lines: string[]) => void;
 }
 
@@ -68,10 +70,10 @@ export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResul
 }
 
 async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
-  const { cluster, transport, node } = options;
-  const first = await auditLiveNode({ cluster, transport, node });
+  const { cluster, transport, node, ipamScope } = options;
+  const first = await auditLiveNode({ cluster, transport, node, ipamScope });
   await sleep(options.intervalSeconds * 1000);
-  const second = await auditLiveNode({ cluster, transport, node });
+  const second = await auditLiveNode({ cluster, transport, node, ipamScope });
   const everything = (r: AuditReport) => [...r.findings, ...r.clusterFindings];
   const plan = planReclaim({
     first: everything(first.report),
@@ -95,6 +97,6 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
     await run(transport, `mkdir -p ${quote(backupDir)} && printf '%s\n' ${quote(JSON.stringify(record))} > ${quote(`${backupDir}/${name}`)}`);
   };
   const whereabouts = plan.whereabouts.length > 0 ? await releaseWhereabouts(cluster, plan.whereabouts, save) : [];
-  const after = await auditLiveNode({ cluster, transport, node });
+  const after = await auditLiveNode({ cluster, transport, node, ipamScope });
   return { before: second.report, plan, outcomes, calico, whereabouts, after: after.report, backupDir };
 }

@@ -8,7 +8,7 @@ import type { WhereaboutsAllocation, WhereaboutsView } from './types.js';
 // whereabouts swallows every error of its DEL (the API unreachable, its leader election timed out): the sandbox goes,
 // its allocation stays, and the address is never handed out again. Pure, over one read of the pools and the pods.
 // An allocation is this node's when its pod is bound here; one whose pod is gone belongs to no node known any more, so
-// it fails no node's audit, while every audit of a node on that range shows it (and reclaim releases it).
+// it fails no node's audit: the cluster-wide audit (every pod's name) shows it, and its reclaim releases it.
 export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, podsOnNode: Pod[] | undefined): { node: Finding[]; cluster: Finding[]; cannotTell: string[] } {
   const here = new Map((podsOnNode ?? []).map((p) => [podKey(p), p]));
   const node: Finding[] = [];
@@ -31,7 +31,7 @@ export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, po
       node.push(leak(a, `${a.podRef}, bound here, whose sandbox is gone`));
     } else if (!podsOnNode || held) {
       continue;
-    } else if (!view.pods.has(a.podRef)) {
+    } else if (view.pods && !view.pods.has(a.podRef)) {
       cluster.push(leak(a, `${a.podRef}, which no longer exists`));
     }
   }

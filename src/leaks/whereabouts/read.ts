@@ -4,6 +4,7 @@ import { servesGroup } from '../../cluster/groups.js';
 import { podKey } from '../../cluster/pods.js';
 import type { Pod } from '../../cluster/types.js';
 import { addressAt } from '../../node/cni/host-local.js';
+import type { IpamScope } from '../types.js';
 import { poolRange } from './ranges.js';
 import type { IpPool, WhereaboutsAllocation, WhereaboutsView } from './types.js';
 
@@ -27,11 +28,12 @@ export function allocationsOf(pools: IpPool[], ranges: string[]): WhereaboutsAll
 }
 
 /**
- * The allocations of the node's whereabouts ranges, then (only if some exist) the names of the cluster's pods, in that
- * order: a pod made between the two reads is in the second, so its new allocation is never taken for a gone pod's.
- * undefined when the node has no whereabouts network.
+ * The allocations of the node's whereabouts ranges (a pool is one object per range: read whole), then, only for the
+ * cluster-wide scope and if some exist, the names of the cluster's pods, in that order: a pod made between the two
+ * reads is in the second, so its new allocation is never taken for a gone pod's. undefined when the node has no
+ * whereabouts network.
  */
-export async function readWhereaboutsView(cluster: Cluster, ranges: string[]): Promise<WhereaboutsView | undefined> {
+export async function readWhereaboutsView(cluster: Cluster, ranges: string[], scope: IpamScope = 'node'): Promise<WhereaboutsView | undefined> {
   if (ranges.length === 0) return undefined;
   let pools: IpPool[];
   try {
@@ -42,6 +44,6 @@ export async function readWhereaboutsView(cluster: Cluster, ranges: string[]): P
     throw e;
   }
   const allocations = allocationsOf(pools, ranges);
-  const pods = allocations.length === 0 ? [] : await listAll<Pod, string>(cluster, '/api/v1/pods', 500, podKey);
-  return { ranges, allocations, pods: new Set(pods) };
+  if (scope === 'node' || allocations.length === 0) return { ranges, allocations };
+  return { ranges, allocations, pods: new Set(await listAll<Pod, string>(cluster, '/api/v1/pods', 500, podKey)) };
 }

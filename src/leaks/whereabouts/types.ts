@@ -32,6 +32,9 @@ export interface WhereaboutsView {
   /** The ranges of the node's whereabouts networks (as their configs write them). */
   ranges: string[];
   allocations: WhereaboutsAllocation[];
-  /** namespace/name of every pod of the cluster, read after the allocations (so a new pod's allocation meets its pod). */
-  pods: Set<string>;
+  /**
+   * Only in the cluster-wide scope: namespace/name of every pod of the cluster, read after the allocations (so a new
+   * pod's allocation meets its pod). Without it, allocations of pods bound elsewhere or gone are not judged.
+   */
+  pods?: Set<string>;
 }

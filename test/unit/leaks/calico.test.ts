@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { auditNode } from '../../../src/leaks/audit.js';
-import type { Cluster } from '../../../src/cluster/api.js';
+import { ApiError, type Cluster } from '../../../src/cluster/api.js';
 import { detectCalicoLeaks } from '../../../src/leaks/calico/detect.js';
 import { calicoFindings } from '../../../src/leaks/calico/index.js';
 import type { AllocationAttribute, BlockAffinity, CalicoView, IpamBlock, IpamHandle } from '../../../src/leaks/calico/types.js';
@@ -26,7 +26,7 @@ const affinity = (node: string, cidr: string): BlockAffinity => ({ metadata: { n
 const handle = (id: string, blocks: Record<string, number>): IpamHandle => ({ metadata: { name: id, uid: `uid-${id}`, resourceVersion: '1' }, spec: { handleID: id, block: blocks } });
 
 function view(blocks: IpamBlock[], pods: Array<[ip: string, pod: string, node: string]>, extra: Partial<CalicoView> = {}): CalicoView {
-  return { affinities: [], blocks, handles: [], nodes: new Set(['a', 'b']), podIps: new Map(pods.map(([ip, pod, node]) => [ip, { pod: `demo/${pod}`, node }])), ...extra };
+  return { blocks, nodes: new Set(['a', 'b']), podIps: new Map(pods.map(([ip, pod, node]) => [ip, { pod: `demo/${pod}`, node }])), ...extra };
 }
 
 const classes = (v: CalicoView, node: string) => detectCalicoLeaks(v, node).node.map((f) => `${f.class} ${f.evidence.ip}`).sort();
@@ -69,9 +69,13 @@ describe('Calico IPAM', () => {
   it('reports removed nodes\' affinities and empty handles as cluster-wide, never as the node\'s', () => {
     const gone = block('10.250.0.0/26', 'gone-node', 64, []);
     const v = view([gone, block('10.244.1.0/26', 'a', 64, [{ ordinal: 1, pod: 'p1' }])], [['10.244.1.1', 'p1', 'a']], {
-      affinities: [affinity('gone-node', '10.250.0.0/26'), affinity('a', '10.244.1.0/26')],
-      handles: [handle('k8s-pod-network.0', { '10.244.1.0/26': 1 }), handle('k8s-pod-network.empty', {})],
+      whole: {
+        affinities: [affinity('gone-node', '10.250.0.0/26'), affinity('a', '10.244.1.0/26')],
+        handles: [handle('k8s-pod-network.0', { '10.244.1.0/26': 1 }), handle('k8s-pod-network.empty', {})],
+      },
     });
+    // A node's own view has no affinity or handle list: nothing cluster-wide is judged from it.
+    expect(detectCalicoLeaks({ ...v, whole: undefined }, 'a').cluster).toEqual([]);
     const found = detectCalicoLeaks(v, 'a');
     expect(found.node).toEqual([]);
     expect(found.cluster.map((f) => f.class).sort()).toEqual(['calico-affinity-orphan', 'calico-handle-leaked']);
@@ -81,33 +85,68 @@ describe('Calico IPAM', () => {
 });
 
 describe('reading Calico IPAM from the API', () => {
-  /** A cluster serving Calico's group with `blocks` (and nothing else), and `pods`; the paths it was asked, in order. */
-  function calicoCluster(blocks: IpamBlock[], pods: Array<[ip: string, pod: string, node: string]>) {
+  type PodRow = [ip: string, pod: string, node: string];
+  /** A cluster serving Calico's group with these affinities, blocks and pods, and nodes a and b; what it was asked. */
+  function calicoCluster(affinities: BlockAffinity[], blocks: IpamBlock[], pods: PodRow[]) {
     const asked: string[] = [];
+    const podObject = ([ip, name, node]: PodRow) => ({ metadata: { namespace: 'demo', name }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running', podIP: ip } });
+    const notFound = () => Promise.reject(new ApiError(404, 'NotFound', 'not found'));
     const cluster = {
       get: async (path: string) => {
-        const where = path.split('?')[0]!;
-        asked.push(where);
-        const items = where.endsWith('/ipamblocks') ? blocks : where === '/api/v1/pods'
-          ? pods.map(([ip, name, node]) => ({ metadata: { namespace: 'demo', name }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running', podIP: ip } }))
-          : [];
-        return { metadata: {}, items };
+        asked.push(path.split('&limit')[0]!.split('?limit')[0]!);
+        const [where, query = ''] = path.split('?') as [string, string?];
+        const list = (items: unknown[]) => ({ metadata: {}, items });
+        if (where === '/apis/crd.projectcalico.org/v1') return { kind: 'APIResourceList' };
+        if (where.endsWith('/blockaffinities')) return list(affinities);
+        if (where.endsWith('/ipamblocks')) return list(blocks);
+        if (where.endsWith('/ipamhandles')) return list([]);
+        if (where.includes('/ipamblocks/')) return blocks.find((b) => b.metadata.name === where.split('/').pop()) ?? notFound();
+        if (where === '/api/v1/nodes') return list(['a', 'b'].map((name) => ({ metadata: { name } })));
+        if (where.startsWith('/api/v1/nodes/')) return ['a', 'b'].includes(where.split('/').pop()!) ? { metadata: { name: where.split('/').pop() } } : notFound();
+        if (where === '/api/v1/pods') {
+          const on = /spec\.nodeName%3D([^&]+)/.exec(query)?.[1];
+          return list(pods.filter((p) => on === undefined || p[2] === on).map(podObject));
+        }
+        const byName = /^\/api\/v1\/namespaces\/demo\/pods\/(.+)$/.exec(where);
+        const pod = byName && pods.find((p) => p[1] === byName[1]);
+        return pod ? podObject(pod) : notFound();
       },
     } as unknown as Cluster;
     return { cluster, asked };
   }
+  const affinityOf = (b: IpamBlock) => affinity(b.spec.affinity!.slice(5), b.spec.cidr);
 
-  it('lists no pod and no node where there is no block and no affinity (a cluster-wide list of 100k pods is hundreds of MiB)', async () => {
-    const { cluster, asked } = calicoCluster([], [['10.244.1.5', 'p', 'b']]);
+  it('reads no cluster-wide list but the affinities, and nothing else where there is no affinity', async () => {
+    const { cluster, asked } = calicoCluster([], [], [['10.244.1.5', 'p', 'b']]);
     expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [] });
-    expect(asked).not.toContain('/api/v1/pods');
-    expect(asked).not.toContain('/api/v1/nodes');
+    expect(asked.filter((p) => !p.includes('fieldSelector'))).toEqual(['/apis/crd.projectcalico.org/v1', '/apis/crd.projectcalico.org/v1/blockaffinities']);
   });
 
-  it('lists the pods once there is a block, even an empty one, after the blocks: a pod on another node in it is a conflict', async () => {
-    const { cluster, asked } = calicoCluster([block('10.244.1.0/26', 'a', 64, [])], [['10.244.1.5', 'p', 'b']]);
-    const findings = await calicoFindings(cluster, 'a');
-    expect(findings.node.map((f) => `${f.class} ${f.evidence.ip}`)).toEqual(['calico-ip-conflict 10.244.1.5']);
-    expect(asked.indexOf('/api/v1/pods')).toBeGreaterThan(asked.indexOf('/apis/crd.projectcalico.org/v1/ipamblocks'));
+  it('a node\'s audit reads its own blocks and pods by name: a leaked IP, a conflict of its pod, a borrow that is none', async () => {
+    const mine = block('10.244.1.0/26', 'a', 64, [{ ordinal: 3, pod: 'gone' }, { ordinal: 4, pod: 'lent', node: 'b' }]);
+    const theirs = block('10.244.2.0/26', 'b', 64, []);
+    const unrelated = Array.from({ length: 50 }, (_, i) => block(`10.245.${i}.0/26`, 'b', 64, [{ ordinal: 1, pod: `other-${i}` }]));
+    const { cluster, asked } = calicoCluster([mine, theirs, ...unrelated].map(affinityOf), [mine, theirs, ...unrelated], [
+      ['10.244.2.9', 'mislaid', 'a'],
+      ['10.244.1.4', 'lent', 'b'],
+      ...unrelated.map((_, i): PodRow => [`10.245.${i}.1`, `other-${i}`, 'b']),
+    ]);
+    const found = (await calicoFindings(cluster, 'a'))!;
+    expect(found.node.map((f) => `${f.class} ${f.evidence.ip}`).sort()).toEqual(['calico-ip-conflict 10.244.2.9', 'calico-ip-leaked 10.244.1.3']);
+    expect(found.cluster).toEqual([]);
+    expect(asked).not.toContain('/apis/crd.projectcalico.org/v1/ipamblocks');
+    expect(asked).not.toContain('/apis/crd.projectcalico.org/v1/ipamhandles');
+    expect(asked).not.toContain('/api/v1/pods');
+    expect(asked.filter((p) => p.includes('/ipamblocks/')).sort()).toEqual(['/apis/crd.projectcalico.org/v1/ipamblocks/10-244-1-0-26', '/apis/crd.projectcalico.org/v1/ipamblocks/10-244-2-0-26']);
+    expect(asked.filter((p) => p.includes('/namespaces/demo/pods/')).sort()).toEqual(['/api/v1/namespaces/demo/pods/gone', '/api/v1/namespaces/demo/pods/lent']);
+  });
+
+  it('the whole view (--cluster-wide) lists the pods after the blocks: a pod on another node in an empty block of this one is a conflict', async () => {
+    const empty = block('10.244.1.0/26', 'a', 64, []);
+    const { cluster, asked } = calicoCluster([affinityOf(empty)], [empty], [['10.244.1.5', 'p', 'b']]);
+    expect((await calicoFindings(cluster, 'a'))?.node).toEqual([]);
+    const findings = await calicoFindings(cluster, 'a', 'cluster');
+    expect(findings!.node.map((f) => `${f.class} ${f.evidence.ip}`)).toEqual(['calico-ip-conflict 10.244.1.5']);
+    expect(asked.lastIndexOf('/api/v1/pods')).toBeGreaterThan(asked.lastIndexOf('/apis/crd.projectcalico.org/v1/ipamblocks'));
   });
 });
