@@ -15,8 +15,11 @@ export interface Permission {
   write?: boolean;
 }
 
-/** Calico's IPAM records, read by the audit on a cluster that has them. */
-export const CALICO_PERMISSIONS: Permission[] = ['ipamblocks', 'blockaffinities', 'ipamhandles'].map((resource) => ({ verb: 'list', group: 'crd.projectcalico.org', resource }));
+/** Calico's IPAM records, read by a node's audit on a cluster that has them: every affinity, the node's blocks by name. */
+export const CALICO_PERMISSIONS: Permission[] = [
+  { verb: 'list', group: 'crd.projectcalico.org', resource: 'blockaffinities' },
+  { verb: 'get', group: 'crd.projectcalico.org', resource: 'ipamblocks' },
+];
 
 /** whereabouts' pools, read by the proof and the audit on a cluster that has them. */
 export const WHEREABOUTS_PERMISSIONS: Permission[] = [{ verb: 'list', group: 'whereabouts.cni.cncf.io', resource: 'ippools' }];
@@ -37,7 +40,7 @@ export function upgradePermissions(namespace: string, calico: boolean, whereabou
     { verb: 'create', group: '', resource: 'pods', subresource: 'eviction', write: true },
     { verb: 'list', group: 'policy', resource: 'poddisruptionbudgets' },
     { verb: 'watch', group: 'policy', resource: 'poddisruptionbudgets' },
-    { verb: 'list', group: 'apps', resource: 'daemonsets' },
+    { verb: 'get', group: 'apps', resource: 'daemonsets' },
     // the controllers of the pods to evict, for a template that pins them to the node
     { verb: 'get', group: 'apps', resource: 'replicasets' },
     { verb: 'get', group: 'apps', resource: 'statefulsets' },

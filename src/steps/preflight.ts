@@ -228,7 +228,9 @@ async function checkDrainable(ctx: RunContext): Promise<string> {
       const pinning = pinsAsked ? [] : await pinningControllers(ctx.cluster, options.node, plan.evict);
       pinsAsked = true;
       if (pinning.length > 0) throw refuse(`drain would not end: ${pinning.join(', ')} put evicted pods straight back on ${options.node}; change the controller (or scale it down), then run again`);
-      const budgets = await listAll<PodDisruptionBudget>(ctx.cluster, '/apis/policy/v1/poddisruptionbudgets');
+      // Only the namespaces of the pods to evict: a budget covers pods of its own namespace.
+      const namespaces = [...new Set(plan.evict.map((p) => p.metadata.namespace ?? 'default'))];
+      const budgets = (await Promise.all(namespaces.map((ns) => listAll<PodDisruptionBudget>(ctx.cluster, `/apis/policy/v1/namespaces/${encodeURIComponent(ns)}/poddisruptionbudgets`)))).flat();
       const blocks = budgetBlocks(plan.evict, budgets);
       if (blocks.length === 0) return true;
       if (blocks.some((b) => b.permanent)) {

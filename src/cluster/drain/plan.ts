@@ -1,6 +1,5 @@
-import type { Cluster } from '../api.js';
+import { isNotFound, type Cluster } from '../api.js';
 import { listPodsOnNode, podKey } from '../pods.js';
-import { listAll } from '../list.js';
 import type { Pod } from '../types.js';
 import { classifyPods, refusalMessage, type DrainOptions, type PodVerdict } from './filters.js';
 
@@ -16,9 +15,20 @@ export interface DrainPlanView {
   refused?: string;
 }
 
-export async function daemonSetKeys(cluster: Cluster): Promise<Set<string>> {
-  const list = await listAll<{ metadata: { name: string; namespace: string } }>(cluster, '/apis/apps/v1/daemonsets');
-  return new Set(list.map((d) => `${d.metadata.namespace}/${d.metadata.name}`));
+/** The DaemonSets that own these pods and exist ("namespace/name"): each read by name, never the cluster's list. */
+export async function daemonSetKeys(cluster: Cluster, pods: Pod[]): Promise<Set<string>> {
+  const owners = new Set(pods.flatMap((p) => (p.metadata.ownerReferences ?? []).filter((o) => o.kind === 'DaemonSet').map((o) => `${p.metadata.namespace}/${o.name}`)));
+  const found = await Promise.all(
+    [...owners].map(async (key) => {
+      const [namespace, name] = key.split('/') as [string, string];
+      const exists = await cluster.get(`/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/daemonsets/${encodeURIComponent(name)}`).then(
+        () => true,
+        (e: unknown) => (isNotFound(e) ? false : Promise.reject(e)),
+      );
+      return exists ? [key] : [];
+    }),
+  );
+  return new Set(found.flat());
 }
 
 export function drainPlanOf(verdicts: PodVerdict[]): DrainPlanView {
@@ -32,8 +42,8 @@ export function drainPlanOf(verdicts: PodVerdict[]): DrainPlanView {
 }
 
 export async function planDrain(cluster: Cluster, node: string, options: DrainOptions): Promise<DrainPlanView> {
-  const [pods, daemonSets] = await Promise.all([listPodsOnNode(cluster, node), daemonSetKeys(cluster)]);
-  return drainPlanOf(classifyPods(pods, options, daemonSets));
+  const pods = await listPodsOnNode(cluster, node);
+  return drainPlanOf(classifyPods(pods, options, await daemonSetKeys(cluster, pods)));
 }
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { budgetBlocks } from '../../../src/cluster/drain/budgets.js';
 import { classifyPods, DEFAULT_DRAIN_OPTIONS, refusalMessage } from '../../../src/cluster/drain/filters.js';
-import { graceOutlastsTimeout } from '../../../src/cluster/drain/plan.js';
+import { ApiError, type Cluster } from '../../../src/cluster/api.js';
+import { graceOutlastsTimeout, planDrain } from '../../../src/cluster/drain/plan.js';
 import { isControlPlane } from '../../../src/cluster/nodes.js';
 import { matchesSelector } from '../../../src/cluster/selector.js';
 import type { Pod, PodDisruptionBudget } from '../../../src/cluster/types.js';
@@ -94,5 +95,24 @@ describe('what preflight refuses before the drain', () => {
     const etcd = pod('etcd-n', { labels: { component: 'etcd', tier: 'control-plane' }, annotations: { 'kubernetes.io/config.mirror': 'x' } });
     expect(isControlPlane(node({}), [etcd])).toBe('static pods etcd-n');
     expect(isControlPlane(node({}), [pod('web-1', { annotations: { 'kubernetes.io/config.mirror': 'x' } })])).toBeUndefined();
+  });
+});
+
+describe("the drain's plan reads the node's pods, and their DaemonSets by name", () => {
+  it('asks for no cluster-wide list: a DaemonSet that is gone makes its pod an orphan, as in kubectl', async () => {
+    const asked: string[] = [];
+    const items = [pod('agent-1', owned('DaemonSet', 'agent')), pod('orphan-1', owned('DaemonSet', 'gone')), pod('web-1', owned('ReplicaSet', 'web'))];
+    const cluster = {
+      get: async (path: string) => {
+        asked.push(path.split('&limit')[0]!);
+        if (path.startsWith('/api/v1/pods?')) return { metadata: {}, items };
+        if (path === '/apis/apps/v1/namespaces/ns/daemonsets/agent') return { metadata: { name: 'agent', namespace: 'ns' } };
+        throw new ApiError(404, 'NotFound', 'not found');
+      },
+    } as unknown as Cluster;
+    const plan = await planDrain(cluster, 'n1', { ...DEFAULT_DRAIN_OPTIONS, ignoreDaemonSets: true });
+    expect(plan.refused).toContain('orphan-1');
+    expect(plan.skipped.join()).toContain('ns/agent-1');
+    expect(asked.sort()).toEqual(['/api/v1/pods?fieldSelector=spec.nodeName%3Dn1', '/apis/apps/v1/namespaces/ns/daemonsets/agent', '/apis/apps/v1/namespaces/ns/daemonsets/gone']);
   });
 });

@@ -42,7 +42,8 @@ describe('the permissions a run needs, asked before it starts', () => {
 
   it('asks for Calico\'s records only where the cluster has Calico', () => {
     expect(upgradePermissions('kube-system', false).some((p) => p.group === 'crd.projectcalico.org')).toBe(false);
-    expect(upgradePermissions('kube-system', true).filter((p) => p.group === 'crd.projectcalico.org').map((p) => p.resource)).toEqual(['ipamblocks', 'blockaffinities', 'ipamhandles']);
+    // A node's audit lists the affinities and reads its blocks by name: never every block or handle.
+    expect(upgradePermissions('kube-system', true).filter((p) => p.group === 'crd.projectcalico.org').map((p) => `${p.verb} ${p.resource}`)).toEqual(['list blockaffinities', 'get ipamblocks']);
   });
 
   it('fails closed when the reviews cannot be sent', async () => {
