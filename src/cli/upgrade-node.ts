@@ -13,7 +13,7 @@ import { connectNode } from './node-access.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
 
-export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE --to PACKAGE=VERSION[,PACKAGE=VERSION] [options]
+export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE [--to PACKAGE=VERSION[,PACKAGE=VERSION]] [--reboot | --reboot-if-required] [options]
 
 Upgrades a node's container runtime safely, under a per-node Lease: preflight (PodDisruptionBudgets, drain timeouts,
 dpkg state and lock, CNI cache entries that could not be replayed: all checked before anything changes), cordon,
@@ -21,6 +21,8 @@ drain, stop kubelet, tear down every sandbox's network (CNI DEL replayed from li
 checkpoints and CNI IPAM and cache directories (backed up on the node first), upgrade the packages (held packages
 stay held), start kubelet and wait for PodCIDR, Ready and the runtime network, prove the node (a smoke pod pinned to
 it gets a sandbox and an IP, then the leak audit is clean), uncordon (only if this run cordoned), verify again.
+With --reboot (or --reboot-if-required) the node is rebooted after the clearing and any upgrade, and proven the same
+way on its new boot before it takes pods again.
 
 Every step is written to the journal on the Lease before it acts. A failure before uncordon rolls back what the run
 did, newest first; uncordon is the point of no return: after it nothing is downgraded. A killed run is finished by
@@ -32,6 +34,17 @@ Target:
   --to PACKAGE=VERSION[,...]   exact versions, e.g. containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6
   --dry-run                    observe and plan every step, change nothing, print the plan
   --rollback                   roll back the node's unfinished run from its journal (refused past the point of no return)
+
+Reboot (kured's job, with the drain, teardown and proof of an upgrade; --to becomes optional):
+  --reboot                     reboot the node as a step of the run
+  --reboot-if-required         reboot only when the node says so: /var/run/reboot-required (Debian's and Ubuntu's
+                               packages write it), or --reboot-sentinel-command CMD exiting 0 on the node; without
+                               it (and with nothing to upgrade) the run does nothing, and says so
+  --reboot-command CMD         (systemctl reboot) what reboots the node
+  --reboot-timeout DURATION    (600s) how long the node may take to answer on a new boot (its kernel boot_id or PID
+                               1's start changed; SSH with the same host key); past it: exit 19, the node stays
+                               cordoned, the same command finishes once it is back. A reboot cannot be rolled back:
+                               a failure after it rolls back the runtime as without it, and says so
 
 Cluster:
   --kubeconfig PATH            default: $KUBECONFIG or ~/.kube/config
@@ -103,8 +116,26 @@ const UPGRADE_OPTIONS = {
   'hook-after-upgrade': { type: 'string' },
   'hook-after-uncordon': { type: 'string' },
   'textfile-dir': { type: 'string' },
+  reboot: { type: 'boolean' },
+  'reboot-if-required': { type: 'boolean' },
+  'reboot-sentinel-command': { type: 'string' },
+  'reboot-command': { type: 'string' },
+  'reboot-timeout': { type: 'string' },
   ...CONNECT_OPTIONS,
 } as const;
+
+function parseReboot(values: Record<string, unknown>): Pick<RunOptions, 'reboot' | 'rebootSentinelCommand' | 'rebootCommand' | 'rebootTimeoutSeconds'> {
+  if (values.reboot && values['reboot-if-required']) throw usageError('--reboot and --reboot-if-required do not go together');
+  if (values['reboot-sentinel-command'] !== undefined && !values['reboot-if-required']) throw usageError('--reboot-sentinel-command needs --reboot-if-required');
+  const reboot = values.reboot ? 'always' : values['reboot-if-required'] ? 'if-required' : 'never';
+  if (reboot === 'never' && (values['reboot-command'] !== undefined || values['reboot-timeout'] !== undefined)) throw usageError('--reboot-command and --reboot-timeout need --reboot or --reboot-if-required');
+  return {
+    reboot,
+    rebootSentinelCommand: values['reboot-sentinel-command'] === undefined ? undefined : String(values['reboot-sentinel-command']),
+    rebootCommand: values['reboot-command'] === undefined ? DEFAULT_RUN_OPTIONS.rebootCommand : String(values['reboot-command']),
+    rebootTimeoutSeconds: values['reboot-timeout'] === undefined ? DEFAULT_RUN_OPTIONS.rebootTimeoutSeconds : parseDuration(String(values['reboot-timeout']), '--reboot-timeout'),
+  };
+}
 
 function parseProof(value: unknown): ProofLevel {
   if (value === undefined) return DEFAULT_RUN_OPTIONS.proof;
@@ -122,7 +153,8 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         ...DEFAULT_RUN_OPTIONS,
         node: singleNode(positionals),
         // --rollback needs no target: the journal has them.
-        targets: values.rollback && values.to === undefined ? {} : parseTargets(String(values.to ?? '')),
+        targets: (values.rollback || values.reboot || values['reboot-if-required']) && values.to === undefined ? {} : parseTargets(String(values.to ?? '')),
+        ...parseReboot(values),
         dryRun: values['dry-run'] === true,
         leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
         readyTimeoutSeconds: seconds('ready-timeout', DEFAULT_RUN_OPTIONS.readyTimeoutSeconds),

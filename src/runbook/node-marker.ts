@@ -30,7 +30,7 @@ const STATE_OF_STEP: Record<string, string> = {
 
 /** The label's value when a run ends, by its result. */
 export function finalState(result: RunReport['result']): string {
-  if (['upgraded', 'downgraded', 'changed', 'maintained', 'nothing-to-do'].includes(result)) return 'done';
+  if (['upgraded', 'downgraded', 'changed', 'maintained', 'rebooted', 'nothing-to-do'].includes(result)) return 'done';
   if (result === 'rolled-back') return 'rolled-back';
   if (result === 'stopped') return 'stopped';
   return 'failed';

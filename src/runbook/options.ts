@@ -41,7 +41,18 @@ export interface RunOptions {
    * preflight for an IPAM the tool cannot read), or "network-only" (an IP and Ready; the IPAM not checked).
    */
   proof: ProofLevel;
+  /** Reboot the node as a step of the run (after the teardown, the clearing and any upgrade): never, always, or when it says so. */
+  reboot: RebootPolicy;
+  /** Exits 0 on the node when a reboot is required (if-required); default: kured's sentinel file. */
+  rebootSentinelCommand?: string;
+  /** What reboots the node. */
+  rebootCommand: string;
+  /** How long the node may take to come back (a new boot, SSH with the same host key). */
+  rebootTimeoutSeconds: number;
 }
+
+export type RebootPolicy = 'never' | 'always' | 'if-required';
+export const REBOOT_POLICIES: readonly RebootPolicy[] = ['never', 'always', 'if-required'];
 
 export type ProofLevel = 'ipam' | 'network-only';
 export const PROOF_LEVELS: readonly ProofLevel[] = ['ipam', 'network-only'];
@@ -63,6 +74,9 @@ export const DEFAULT_RUN_OPTIONS: Omit<RunOptions, 'node' | 'targets'> = {
   lease: DEFAULT_LEASE_TIMING,
   hooks: {},
   proof: 'ipam',
+  reboot: 'never',
+  rebootCommand: 'systemctl reboot',
+  rebootTimeoutSeconds: 600,
 };
 
 const NODE_NAME = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
@@ -101,7 +115,12 @@ export function parseTargets(spec: string): Record<string, string> {
 
 export function validateRunOptions(options: RunOptions): RunOptions {
   validateNodeName(options.node);
-  if (Object.keys(options.targets).length === 0 && !options.rollback) throw usageError('no target versions given: --to PACKAGE=VERSION');
+  if (Object.keys(options.targets).length === 0 && !options.rollback && options.reboot === 'never') {
+    throw usageError('nothing to do: give --to PACKAGE=VERSION, --reboot or --reboot-if-required');
+  }
+  if (!REBOOT_POLICIES.includes(options.reboot)) throw usageError(`reboot must be one of ${REBOOT_POLICIES.join(', ')} (got ${JSON.stringify(options.reboot)})`);
+  if (!options.rebootCommand.trim()) throw usageError('--reboot-command is empty');
+  if (options.rebootSentinelCommand !== undefined && !options.rebootSentinelCommand.trim()) throw usageError('--reboot-sentinel-command is empty');
   for (const [name, version] of Object.entries(options.targets)) parseTargets(`${name}=${version}`);
   validateLeaseNamespace(options.leaseNamespace);
   const positive: Array<[string, number]> = [
@@ -115,6 +134,7 @@ export function validateRunOptions(options: RunOptions): RunOptions {
     ['--outage-tolerance', options.outageToleranceSeconds],
     ['budget wait', options.budgetWaitSeconds],
     ['command timeout', options.commandTimeoutSeconds],
+    ['--reboot-timeout', options.rebootTimeoutSeconds],
   ];
   for (const [what, value] of positive) {
     if (!Number.isFinite(value) || value <= 0) throw usageError(`${what} must be a positive number of seconds (got ${value})`);

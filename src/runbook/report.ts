@@ -9,6 +9,8 @@ export type RunResult =
   | 'downgraded'
   | 'changed'
   | 'maintained'
+  // No package changed; the node was rebooted (the report's reboot says from which boot to which).
+  | 'rebooted'
   | 'nothing-to-do'
   | 'planned'
   | 'rolled-back'
@@ -70,6 +72,8 @@ export interface RunReport {
   next?: string;
   /** Set when the operator stopped the run: the node's state as it stopped. */
   nodeNow?: NodeNow;
+  /** The node's boot before the run's reboot and after it (absent: no reboot). */
+  reboot?: { before: string; after?: string };
 }
 
 const MARK: Record<StepReport['status'], string> = {
@@ -115,7 +119,8 @@ export function renderReport(report: RunReport): string {
     const after = named(report.versions.after[p]);
     return after === before && after !== target ? `  ${p}: ${before}, unchanged (asked for ${target})` : `  ${p}: ${before} -> ${after}`;
   });
-  lines.push('Packages:', ...versions);
+  if (versions.length > 0) lines.push('Packages:', ...versions);
+  if (report.reboot) lines.push(`Reboot: boot ${report.reboot.before}${report.reboot.after ? ` -> ${report.reboot.after}` : ', not yet back on a new one'}`);
   lines.push('Steps:');
   for (const s of report.steps) {
     lines.push(`  ${s.name.padEnd(20)} ${statusLabel(s.name, s.status).padEnd(14)} ${(s.durationMs / 1000).toFixed(1).padStart(6)}s  ${s.summary}`);

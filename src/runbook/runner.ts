@@ -117,6 +117,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     if (!touched && Object.keys(report.versions.before).length === 0) report.versions.before = { ...report.versions.after };
     report.pointOfNoReturn = journal.pointOfNoReturn;
     report.backups = journal.backups;
+    if (journal.reboot) report.reboot = { before: journal.reboot.before, after: journal.reboot.after };
     await marker?.finish(report);
     report.durationMs = Date.now() - started;
     return report;
@@ -165,7 +166,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
       // The safe point between steps: a stop asked meanwhile ends the run here, before the next step acts.
       throwIfStopped(ctx.stop);
       if (!pre.maintenanceNeeded && step.name !== 'verify') {
-        skip(reports, emit, step, 'nothing-to-do', 'runtime already at target');
+        skip(reports, emit, step, 'nothing-to-do', [Object.keys(options.targets).length > 0 ? 'runtime already at target' : '', options.reboot === 'if-required' ? 'no reboot required' : ''].filter(Boolean).join(', '));
         continue;
       }
       if (ctx.resuming && finishedEarlier(journal, step.name)) {
@@ -220,6 +221,11 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
     return;
   }
   const acted = Object.values(journal.steps).some((r) => r && r.status !== 'nothing-to-do');
+  if (code === 'rebootTimeout') {
+    // Nothing on the node can be undone while it does not answer: the run stays unfinished, the node cordoned.
+    report.next = `${options.node} stays cordoned; once it answers on a new boot, run the same command again to finish (or roll back with --rollback)`;
+    return;
+  }
   if (code === 'leaksFound') {
     report.result = 'leaks-found';
     // Proof before uncordon failed on leaks: a downgrade would not free them, and pods must not land on them.
@@ -387,7 +393,7 @@ function mergeJournal(steps: StepReport[], journal: Journal): StepReport[] {
 async function changeOf(ctx: RunContext): Promise<RunReport['result']> {
   const prior = ctx.journal.prior?.packages ?? {};
   const changes = Object.entries(ctx.options.targets).filter(([p, v]) => prior[p] && prior[p] !== v).map(([p, v]) => [p, prior[p]!, v] as [string, string, string]);
-  if (changes.length === 0) return 'maintained';
+  if (changes.length === 0) return ctx.journal.reboot?.after ? 'rebooted' : 'maintained';
   // Only the word for it: a node that does not answer now is reported as changed, never fails a finished run.
   const out = await run(ctx.reader, compareVersionsScript(changes)).catch(() => '');
   return out ? changeKind(out.split('\n').map((l) => l.split(' ')[1] ?? '').filter(Boolean)) : 'changed';

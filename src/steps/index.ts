@@ -5,6 +5,7 @@ import { drain } from './drain.js';
 import { startKubelet, stopKubelet } from './kubelet.js';
 import { preflight } from './preflight.js';
 import { proveNode } from './prove-node.js';
+import { rebootNode } from './reboot.js';
 import { teardownSandboxes } from './teardown-sandboxes.js';
 import { upgradeRuntime } from './upgrade-runtime.js';
 import { verifyNode } from './verify.js';
@@ -21,6 +22,7 @@ export const STEPS: readonly Step<any>[] = [
   teardownSandboxes,
   clearState,
   upgradeRuntime,
+  rebootNode,
   startKubelet,
   proveNode,
   uncordon,

@@ -20,6 +20,7 @@ import { finishedEarlier, type PriorState } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { waitUntil } from '../wait.js';
 import { planTeardown } from './teardown-sandboxes.js';
+import { rebootReason } from './reboot.js';
 
 export interface PreflightPlan extends StepPlan {
   prior: PriorState;
@@ -85,7 +86,8 @@ export const preflight: Step<PreflightPlan> = {
       networkMode: net.mode,
     };
     const runtimeDown = prior.runtimeServices.some((u) => !state.services[u]?.active);
-    const maintenanceNeeded = ctx.resuming || changes.length > 0 || runtimeDown;
+    const reboot = pending('reboot-node') ? await rebootReason(ctx) : undefined;
+    const maintenanceNeeded = ctx.resuming || changes.length > 0 || runtimeDown || reboot !== undefined;
     const notes: string[] = [];
     if (maintenanceNeeded) {
       const unreadable = ipamRefusal(options.node, net, options.proof);
@@ -102,10 +104,11 @@ export const preflight: Step<PreflightPlan> = {
       ...(prior.kubeletUnit && prior.kubeletUnit !== 'kubelet' ? [`kubelet runs as ${prior.kubeletUnit}.service`] : []),
       ...(options.proof === 'network-only' ? ['proof: network only (the IPAM is not checked)'] : []),
       ...Object.entries(options.targets).map(([p, v]) => `${p} ${state.packages[p] || 'not cleanly installed'} -> ${v}`),
+      ...(reboot ? [`reboot: ${reboot}`] : options.reboot === 'if-required' && !ctx.resuming ? ['no reboot required'] : []),
       ...(prior.held.length > 0 ? [`held: ${prior.held.join(', ')} (kept)`] : []),
       ...packageNotes,
       ...(controlPlane ? [`control plane (${controlPlane}), allowed`] : []),
-      maintenanceNeeded ? (ctx.resuming ? 'resuming an unfinished run' : 'ready to start') : 'already at target',
+      maintenanceNeeded ? (ctx.resuming ? 'resuming an unfinished run' : 'ready to start') : Object.keys(options.targets).length > 0 ? 'already at target' : 'nothing to do',
       ...notes.filter(Boolean),
     ].join(', ');
     return { actions: [], summary, prior, maintenanceNeeded, detail: { flavor, network: net, prior, controlPlane } };

@@ -100,8 +100,10 @@ start_pool_node() { # FLAVOUR INDEX
   fi
   if ! $BED_DOCKER inspect "$c" >/dev/null 2>&1; then
     # As kind runs its nodes (the bed's runc wrapper takes out CAP_SYS_RESOURCE, which this machine lacks), with no
-    # network but the container's own.
-    $BED_DOCKER run -d -q -t --name "$c" --hostname "$node" --privileged --init=false --cgroupns=private \
+    # network but the container's own. A node reboots as a machine does: `systemctl reboot` ends its systemd, the
+    # container exits and docker starts it again (/run and /tmp come back empty, /var and the host key kept); a
+    # container stopped by testbed/down stays stopped.
+    $BED_DOCKER run -d -q -t --name "$c" --hostname "$node" --privileged --init=false --cgroupns=private --restart unless-stopped \
       --security-opt seccomp=unconfined --security-opt apparmor=unconfined --stop-signal SIGRTMIN+3 \
       --tmpfs /tmp --tmpfs /run -v /var -v /lib/modules:/lib/modules:ro --network none \
       --label node-maint-testbed=pool --label "node-maint-testbed/flavour=$flavour" --label "node-maint-testbed/config=$cfg" \

@@ -14,6 +14,7 @@ const audit: AuditReport = {
     { class: 'stuck-terminating', severity: 'leak', message: 'demo/web-1 stuck', evidence: { pod: 'demo/web-1' } },
   ],
   clusterFindings: [],
+  ipamScope: 'node',
   leftAlone: [],
   ranges: [
     { network: 'kubenet', cidr: '10.244.1.0/25', first: '10.244.1.2', last: '10.244.1.126', source: 'PodCIDR', usable: 125, allocated: 9, inUse: 8, leaked: 1 },

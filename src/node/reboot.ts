@@ -1,0 +1,48 @@
+import { RunbookError } from '../errors.js';
+import { quote } from './transport/quote.js';
+import type { Transport } from './transport/types.js';
+
+// A reboot as the node itself tells it: a new boot is a new kernel boot_id or a new start of PID 1 (a container node,
+// kind's or the test bed's, keeps the host's kernel and boot_id across its restart; its PID 1 starts again).
+
+/** "boot_id/PID 1's start time in clock ticks since boot" (field 22 of /proc/1/stat, counted after the command name). */
+export const BOOT_IDENTITY_SCRIPT = `printf '%s/%s\\n' "$(cat /proc/sys/kernel/random/boot_id)" "$(sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20)"`;
+
+/** kured's sentinel, written by Debian's and Ubuntu's packages (unattended-upgrades) when a reboot is due. */
+export const DEFAULT_REBOOT_SENTINEL = '/var/run/reboot-required';
+
+export function parseBootIdentity(out: string): string {
+  const id = out.trim();
+  if (!/^[0-9a-f-]{36}\/\d+$/.test(id)) throw new RunbookError('internal', `unreadable boot identity from the node: ${JSON.stringify(id.slice(0, 100))}`);
+  return id;
+}
+
+/** The node's boot identity now. */
+export async function bootIdentity(transport: Transport): Promise<string> {
+  const r = await transport.exec(BOOT_IDENTITY_SCRIPT, { timeoutMs: 15_000 });
+  if (r.code !== 0) throw new RunbookError('unreachable', `${transport.target}: could not read its boot identity (${r.stderr.trim() || `exit ${r.code}`})`);
+  return parseBootIdentity(r.stdout);
+}
+
+/**
+ * Why the node wants a reboot, or undefined when it does not: the sentinel file (with the packages Debian lists in
+ * reboot-required.pkgs), or the operator's command exiting 0.
+ */
+export async function rebootRequired(transport: Transport, sentinelCommand?: string): Promise<string | undefined> {
+  const script = sentinelCommand
+    ? `if ( ${sentinelCommand} ) >/dev/null 2>&1; then echo required; fi`
+    : `if [ -e ${DEFAULT_REBOOT_SENTINEL} ]; then echo required; tr '\\n' ' ' < ${DEFAULT_REBOOT_SENTINEL}.pkgs 2>/dev/null; fi`;
+  const r = await transport.exec(script, { timeoutMs: 60_000 });
+  if (r.code !== 0) throw new RunbookError('internal', `${transport.target}: could not tell whether a reboot is required (${r.stderr.trim() || `exit ${r.code}`})`);
+  const [first, ...rest] = r.stdout.trim().split('\n');
+  if (first !== 'required') return undefined;
+  if (sentinelCommand) return `the sentinel command exited 0 (${sentinelCommand})`;
+  const pkgs = rest.join(' ').trim();
+  return `${DEFAULT_REBOOT_SENTINEL} is there${pkgs ? ` (for ${pkgs})` : ''}`;
+}
+
+/** Starts the reboot detached from the command that asks for it, a moment later, so the command can answer first. */
+export const rebootScript = (command: string) => `setsid sh -c ${quote(`sleep 2; ${command}`)} </dev/null >/dev/null 2>&1 &`;
+
+/** How a boot identity is shown: the start of its boot_id and PID 1's start. */
+export const shortBoot = (id: string) => `${id.slice(0, 8)}/${id.split('/')[1] ?? ''}`;

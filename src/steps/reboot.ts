@@ -1,0 +1,90 @@
+import { RunbookError } from '../errors.js';
+import { bootIdentity, rebootRequired, rebootScript, shortBoot } from '../node/reboot.js';
+import { run } from '../node/transport/index.js';
+import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { waitUntil } from '../wait.js';
+
+/** Why this run reboots the node, or undefined: --reboot always; --reboot-if-required when the node says so. */
+export async function rebootReason(ctx: RunContext): Promise<string | undefined> {
+  const { options } = ctx;
+  if (options.reboot === 'never') return undefined;
+  if (options.reboot === 'always') return 'asked (--reboot)';
+  return rebootRequired(ctx.reader, options.rebootSentinelCommand);
+}
+
+const notRequired = (ctx: RunContext) =>
+  ctx.options.reboot === 'never' ? 'no reboot asked' : `no reboot required (${ctx.options.rebootSentinelCommand ? `the sentinel command did not exit 0: ${ctx.options.rebootSentinelCommand}` : '/var/run/reboot-required is not there'})`;
+
+/**
+ * Reboots the node after its sandboxes are torn down, its state cleared and its runtime upgraded, then waits for a new
+ * boot: the boot identity is written to the journal before the reboot is asked, so a run killed or stopped on either
+ * side of it resumes on the right one. SSH must come back with the same host key (the transport checks it).
+ */
+export const rebootNode: Step<StepPlan> = {
+  name: 'reboot-node',
+  title: 'Reboot the node',
+  undo: 'nothing: a reboot cannot be undone (the rollback says so); the runtime is rolled back as without it',
+  async plan(ctx) {
+    const done = ctx.journal.reboot;
+    if (done?.after) return { actions: [], summary: `rebooted earlier in this run (boot ${shortBoot(done.before)} -> ${shortBoot(done.after)})` };
+    if (done) return { actions: [`wait up to ${ctx.options.rebootTimeoutSeconds}s for ${ctx.options.node} to come back from the reboot this run asked`], summary: 'resuming the reboot' };
+    const reason = await rebootReason(ctx);
+    if (!reason) return { actions: [], summary: notRequired(ctx) };
+    return {
+      actions: [`reboot ${ctx.options.node} (${ctx.options.rebootCommand}): ${reason}`, `wait up to ${ctx.options.rebootTimeoutSeconds}s for a new boot, SSH with the same host key`],
+      summary: `will reboot: ${reason}`,
+      detail: { reason },
+    };
+  },
+  async apply(ctx) {
+    const t0 = Date.now();
+    if (!ctx.journal.reboot) {
+      ctx.journal.reboot = { before: await bootIdentity(ctx.reader), at: new Date().toISOString() };
+      await ctx.saveJournal();
+    }
+    const { before } = ctx.journal.reboot;
+    // Not asked again once the node is on a new boot (a resume after the reboot).
+    if ((await bootIdentity(ctx.reader).catch(() => undefined)) === before) {
+      ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
+      await run(ctx.transport, rebootScript(ctx.options.rebootCommand), { what: 'reboot' });
+    }
+    const after = await waitForNewBoot(ctx, before);
+    ctx.journal.reboot.after = after;
+    return `rebooted in ${Math.round((Date.now() - t0) / 1000)}s (boot ${shortBoot(before)} -> ${shortBoot(after)})`;
+  },
+  async verify(ctx) {
+    if (!ctx.journal.reboot?.after) throw new RunbookError('internal', 'the reboot was not seen');
+  },
+  async rollback(ctx) {
+    return ctx.journal.reboot ? `${ctx.options.node} was rebooted: a reboot cannot be undone` : undefined;
+  },
+};
+
+/** Polls the node until it answers on a new boot; a host key or login refused fails at once, silence is waited out. */
+async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> {
+  let after = '';
+  const started = Date.now();
+  ctx.progress(`waiting up to ${ctx.options.rebootTimeoutSeconds}s for ${ctx.options.node} to come back on a new boot`);
+  try {
+    await waitUntil(
+      `${ctx.options.node} to come back from its reboot`,
+      async () => {
+        try {
+          after = await bootIdentity(ctx.reader);
+        } catch (e) {
+          if (e instanceof RunbookError && (e.code === 'hostKey' || e.code === 'authentication')) throw e;
+          return `down (${Math.round((Date.now() - started) / 1000)}s)`;
+        }
+        return after === before ? 'not rebooted yet' : true;
+      },
+      { timeoutMs: ctx.options.rebootTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => (seen.startsWith('down') ? undefined : ctx.progress(seen)), signal: ctx.stop },
+    );
+  } catch (e) {
+    if (e instanceof RunbookError) throw e;
+    throw new RunbookError(
+      'rebootTimeout',
+      `${ctx.options.node} did not come back within --reboot-timeout ${ctx.options.rebootTimeoutSeconds}s of its reboot (${after && after === before ? 'it never went down' : 'no answer on a new boot'}): it stays cordoned; once it is back, run the same command again to finish`,
+    );
+  }
+  return after;
+}

@@ -1,0 +1,125 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { bed, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { expectServing, lease, report, type Target } from './faults.js';
+import { pinnedDeployment } from './fixtures.js';
+import { onLeasedNode, useNamespace } from './pool.js';
+
+// Reboots as a step of the run (kured's job): pool nodes reboot as machines do (`systemctl reboot` ends the node's
+// systemd, its container exits and docker starts it again: /run empty, /var and the host key kept). Each case ends
+// with a new boot identity (PID 1 started again: a container keeps the host's boot_id), the node Ready, schedulable,
+// proven and clean; or, when it does not come back, cordoned and said.
+const docker = (...args: string[]) => promisify(execFile)('docker', ['-H', bed().bedDockerHost, ...args]).then((r) => r.stdout.trim());
+const bootOf = async (t: Target) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
+const rebootArgs = (t: Target, extra: string[]) => [t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, '--reboot-timeout', '180s', ...extra];
+/** The containerd version the node has now (the reset puts the old one back). */
+const installed = async (t: Target) => (await t.sh("dpkg-query -W -f '${Version}' containerd")).trim();
+/** Waits for the node's container to answer again (after a reboot a test asked for, or a start). */
+const backUp = (t: Target) => waitFor(async () => (await t.sh('systemctl is-system-running --wait >/dev/null 2>&1; echo up').catch(() => '')).includes('up'), 180_000, `${t.name} up`);
+
+describe('a reboot as a step of the run', () => {
+  const ns = useNamespace();
+
+  it.concurrent('--reboot on a docker node with pods: drained, torn down, rebooted, proven on its new boot; the pods come back', onLeasedNode('docker', async (t) => {
+    await pinnedDeployment(ns.name, `reboot-${t.name}`, t.name, 3);
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const result = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(result.code, result.stderr).toBe(0);
+    const r = report(result);
+    expect(r).toMatchObject({ result: 'rebooted', reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)), after: expect.any(String) } });
+    expect(r.reboot.after).not.toBe(r.reboot.before);
+    expect(r.steps.find((s: any) => s.name === 'reboot-node').summary).toMatch(/^rebooted in \d+s \(boot /);
+    expect(await bootOf(t)).not.toBe(boot);
+    expect(result.stderr).toContain(`waiting up to 180s for ${t.name} to come back on a new boot`);
+    await expectServing(t, version);
+    await waitFor(async () => (await kubectlJson('get', 'pods', '-n', ns.name, '-l', `app=reboot-${t.name}`)).items.filter((p: any) => p.status.phase === 'Running').length === 3, 120_000, 'the pods running again');
+  }));
+
+  it.concurrent('--to plus --reboot on a containerd node: upgraded, then rebooted, on its new boot at the new version', onLeasedNode('containerd', async (t) => {
+    const { new: version } = bed().containerd;
+    const boot = await bootOf(t);
+    const result = await upgradeNode(rebootArgs(t, ['--to', `containerd=${version}`, '--reboot']));
+    expect(result.code, result.stderr).toBe(0);
+    const r = report(result);
+    expect(r.result).toBe('upgraded');
+    expect(r.reboot.after).toBeDefined();
+    const order = r.steps.map((s: any) => s.name);
+    expect(order.indexOf('reboot-node')).toBe(order.indexOf('upgrade-runtime') + 1);
+    expect(await bootOf(t)).not.toBe(boot);
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('--reboot-if-required: nothing without the sentinel (said); with it, rebooted, and the sentinel gone with /run', onLeasedNode('any', async (t) => {
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const idle = await upgradeNode(rebootArgs(t, ['--reboot-if-required']));
+    expect(idle.code, idle.stderr).toBe(0);
+    const quiet = report(idle);
+    expect(quiet.result).toBe('nothing-to-do');
+    expect(quiet.steps.find((s: any) => s.name === 'preflight').summary).toContain('no reboot required');
+    expect(quiet.steps.find((s: any) => s.name === 'reboot-node').summary).toBe('no reboot required');
+    expect(await bootOf(t)).toBe(boot);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+
+    await t.sh("printf 'linux-image-6.1.0-28-amd64\\n' > /var/run/reboot-required.pkgs && touch /var/run/reboot-required");
+    const result = await upgradeNode(rebootArgs(t, ['--reboot-if-required']));
+    expect(result.code, result.stderr).toBe(0);
+    const r = report(result);
+    expect(r.result).toBe('rebooted');
+    expect(r.steps.find((s: any) => s.name === 'preflight').summary).toContain('reboot: /var/run/reboot-required is there (for linux-image-6.1.0-28-amd64 )');
+    expect(await bootOf(t)).not.toBe(boot);
+    expect((await t.sh('test -e /var/run/reboot-required && echo there || echo gone')).trim()).toBe('gone');
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('SIGKILL of the run while the node is down: the same command, once the node is back, finishes after the reboot, not again', onLeasedNode('docker', async (t) => {
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const killed = await upgradeNode(rebootArgs(t, ['--reboot']), {
+      onStderr: (text, kill) => {
+        if (text.includes(`waiting up to 180s for ${t.name} to come back`)) kill();
+      },
+    });
+    expect(killed.code).toBe(137);
+    const journal = (await lease(t.name)).journal;
+    expect(journal).toMatchObject({ status: 'running', reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
+    expect(journal.steps['reboot-node'].status).toBe('applying');
+    await backUp(t);
+    const rebootedOnce = await bootOf(t);
+    expect(rebootedOnce).not.toBe(boot);
+    const again = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(again.code, again.stderr).toBe(0);
+    const r = report(again);
+    expect(r).toMatchObject({ mode: 'resume', result: 'rebooted' });
+    expect(r.steps.find((s: any) => s.name === 'reboot-node').summary).toMatch(/^rebooted in \d+s/);
+    // Not rebooted a second time: the journal's boot said the node was past it.
+    expect(await bootOf(t)).toBe(rebootedOnce);
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('a node that does not come back: exit 19 within --reboot-timeout, cordoned, nothing rolled back; once back, the same command finishes', onLeasedNode('docker', async (t) => {
+    const version = await installed(t);
+    // A machine that does not power on again: its container is not restarted.
+    await docker('update', '--restart', 'no', t.container);
+    let result;
+    try {
+      result = await upgradeNode([...rebootArgs(t, ['--reboot']), '--reboot-timeout', '20s']);
+    } finally {
+      await docker('update', '--restart', 'unless-stopped', t.container);
+    }
+    expect(result.code, result.stderr).toBe(19);
+    const r = report(result);
+    expect(r.error.code).toBe('rebootTimeout');
+    expect(r.error.message).toMatch(new RegExp(`^${t.name} did not come back within --reboot-timeout 20s of its reboot \\(no answer on a new boot\\): it stays cordoned`));
+    expect(r.next).toMatch(/stays cordoned; once it answers on a new boot, run the same command again to finish/);
+    expect(r.rollback).toEqual([]);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBe(true);
+    expect((await lease(t.name)).journal).toMatchObject({ status: 'running' });
+    expect(await docker('inspect', '-f', '{{.State.Running}}', t.container)).toBe('false');
+    await docker('start', t.container);
+    await backUp(t);
+    const again = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
+    await expectServing(t, version);
+  }));
+});

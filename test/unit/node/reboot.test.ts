@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { bootIdentity, parseBootIdentity, rebootRequired, rebootScript } from '../../../src/node/reboot.js';
+import { LocalTransport } from '../../../src/node/transport/local.js';
+
+// The boot identity and the sentinel, read by the same scripts a node runs, through a real sh on this machine.
+describe('a node\'s boot, as the reboot step reads it', () => {
+  const local = new LocalTransport();
+
+  it('is the kernel boot_id and PID 1\'s start time, as /proc says them', async () => {
+    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const started = readFileSync('/proc/1/stat', 'utf8').replace(/^.*\) /, '').split(' ')[19];
+    expect(await bootIdentity(local)).toBe(`${bootId}/${started}`);
+  });
+
+  it('refuses an answer that is no boot identity, rather than take it for a new boot', () => {
+    expect(() => parseBootIdentity('')).toThrow(/unreadable boot identity/);
+    expect(() => parseBootIdentity('sh: 1: cannot open /proc/1/stat')).toThrow(/unreadable boot identity/);
+  });
+
+  it('takes the sentinel command\'s exit status for the answer (a reboot is required on 0)', async () => {
+    expect(await rebootRequired(local, 'test 1 = 1')).toBe('the sentinel command exited 0 (test 1 = 1)');
+    expect(await rebootRequired(local, 'exit 1')).toBeUndefined();
+    expect(await rebootRequired(local, 'echo noise; false')).toBeUndefined();
+  });
+
+  it('asks for the reboot detached and a moment later, so the command answers first', async () => {
+    const t0 = Date.now();
+    const marker = `/tmp/node-maint-reboot-test-${process.pid}`;
+    const r = await local.exec(rebootScript(`touch ${marker}`));
+    expect([r.code, Date.now() - t0 < 1_500]).toEqual([0, true]);
+    await new Promise((done) => setTimeout(done, 3_000));
+    expect(readFileSync(marker, 'utf8')).toBe('');
+    await local.exec(`rm -f ${marker}`);
+  });
+});
