@@ -152,8 +152,8 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       const options: RunOptions = {
         ...DEFAULT_RUN_OPTIONS,
         node: singleNode(positionals),
-        // --rollback needs no target: the journal has them.
-        targets: (values.rollback || values.reboot || values['reboot-if-required']) && values.to === undefined ? {} : parseTargets(String(values.to ?? '')),
+        // --rollback needs none (the journal has them); a reboot alone neither (validateRunOptions says what is missing).
+        targets: values.to === undefined ? {} : parseTargets(String(values.to)),
         ...parseReboot(values),
         dryRun: values['dry-run'] === true,
         leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),

@@ -63,6 +63,7 @@ export const rebootNode: Step<StepPlan> = {
 /** Polls the node until it answers on a new boot; a host key or login refused fails at once, silence is waited out. */
 async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> {
   let after = '';
+  let wentDown = false;
   const started = Date.now();
   ctx.progress(`waiting up to ${ctx.options.rebootTimeoutSeconds}s for ${ctx.options.node} to come back on a new boot`);
   try {
@@ -73,6 +74,7 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
           after = await bootIdentity(ctx.reader);
         } catch (e) {
           if (e instanceof RunbookError && (e.code === 'hostKey' || e.code === 'authentication')) throw e;
+          wentDown = true;
           return `down (${Math.round((Date.now() - started) / 1000)}s)`;
         }
         return after === before ? 'not rebooted yet' : true;
@@ -83,7 +85,7 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
     if (e instanceof RunbookError) throw e;
     throw new RunbookError(
       'rebootTimeout',
-      `${ctx.options.node} did not come back within --reboot-timeout ${ctx.options.rebootTimeoutSeconds}s of its reboot (${after && after === before ? 'it never went down' : 'no answer on a new boot'}): it stays cordoned; once it is back, run the same command again to finish`,
+      `${ctx.options.node} did not come back within --reboot-timeout ${ctx.options.rebootTimeoutSeconds}s of its reboot (${wentDown ? 'it went down and has not answered since' : 'it never went down: the reboot command did not reboot it'}): it stays cordoned; once it is back, run the same command again to finish`,
     );
   }
   return after;
