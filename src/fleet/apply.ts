@@ -15,6 +15,7 @@ import { observeBefore, waitForNoAlerts, waitUntilBack, type NodeBefore } from '
 import { nodeEnded, postMessage, type NodeOutcome } from './notify.js';
 import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
+import type { FleetConfig } from './config/index.js';
 
 export { fleetHolds } from './hold.js';
 
@@ -30,6 +31,8 @@ export interface NodeUpgradeInputs {
   kubeconfig?: string;
   context?: string;
   targets: Record<string, string>;
+  /** The fleet's reboot key; absent in states written before it: never. */
+  reboot?: FleetConfig['reboot'];
   drain: DrainOptions;
   leaseNamespace: string;
   allowControlPlane?: boolean;
@@ -53,6 +56,10 @@ export interface NodeUpgradeInputs {
   runAs?: { namespace: string; name: string; seconds: number };
 }
 
+/** The runbook's reboot options from the fleet's reboot key. */
+const rebootOptions = (reboot: NodeUpgradeInputs['reboot']) =>
+  reboot ? { reboot: reboot.policy, rebootTimeoutSeconds: reboot.timeoutSeconds, ...(reboot.sentinelCommand ? { rebootSentinelCommand: reboot.sentinelCommand } : {}) } : {};
+
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {
   const stack = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
   const { runAs } = inputs;
@@ -60,7 +67,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
   if (runAs) log(`[${inputs.node}] the runbook runs as the ServiceAccount ${runAs.namespace}/${runAs.name}`);
   return withTransport(inputs.connection, sshKey, (transport) =>
     runUpgrade({
-      options: { ...DEFAULT_RUN_OPTIONS, node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {}, hooksSecret: inputs.hooksSecret === true },
+      options: { ...DEFAULT_RUN_OPTIONS, ...rebootOptions(inputs.reboot), node: inputs.node, targets: inputs.targets, drain: inputs.drain, leaseNamespace: inputs.leaseNamespace, allowControlPlane: inputs.allowControlPlane === true, allowNoRollback: inputs.allowNoRollback === true, hooks: inputs.hooks ?? {}, hooksSecret: inputs.hooksSecret === true },
       cluster,
       transport,
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),

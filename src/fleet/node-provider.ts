@@ -24,6 +24,8 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
   unfinished?: string;
   /** The wave it runs in (0 first), kept in its outputs: the waves it ran in, not a plan that changes with pod counts. */
   wave?: number;
+  /** Why this `pulumi up` reboots the node (reboot: always, or if-required and the node says so): a change. */
+  rebootWanted?: string;
 };
 
 /** The side effects of a node's run, one seam for tests. */
@@ -51,7 +53,7 @@ export interface RunNodeOptions {
 
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
 export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line) => console.error(line), runs = FLEET_RUNS, stop: cancel = NEVER_STOPPED }: RunNodeOptions = {}) {
-  const { sshKey, observed, webhook, later, unfinished: _, wave: __, ...rest } = inputs;
+  const { sshKey, observed, webhook, later, unfinished: _, wave: __, rebootWanted: ___, ...rest } = inputs;
   void observed;
   const fleetName = rest.fleet ?? 'fleet';
   runs.started(fleetName, inputs.node);
@@ -121,7 +123,8 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
 export async function check(_olds: ProviderInputs, news: ProviderInputs) {
   const failures = [];
   if (typeof news.node !== 'string' || news.node === '') failures.push({ property: 'node', reason: 'node is required' });
-  if (!news.targets || Object.keys(news.targets).length === 0) failures.push({ property: 'targets', reason: 'targets are required' });
+  const reboots = news.reboot !== undefined && news.reboot.policy !== 'never';
+  if (!news.targets || (Object.keys(news.targets).length === 0 && !reboots)) failures.push({ property: 'targets', reason: 'targets are required unless the fleet reboots' });
   return { inputs: news, failures };
 }
 
@@ -130,7 +133,8 @@ export async function diff(_id: string, olds: ProviderInputs, news: ProviderInpu
   const replaces = olds.node === news.node ? [] : ['node'];
   // The program refuses a node it cannot read; a node without observed versions is never taken as done from the
   // state (that said "unchanged" for a node nobody had looked at): it runs, and its runbook reads it for real.
-  const changes = replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets) || news.unfinished !== undefined;
+  const changes =
+    replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets) || news.unfinished !== undefined || news.rebootWanted !== undefined;
   return { changes, replaces, deleteBeforeReplace: true };
 }
 

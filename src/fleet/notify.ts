@@ -21,7 +21,7 @@ export function fleetStarted(fleet: string, { changing, targets, waves }: { chan
   return {
     event: 'fleet-started',
     fleet,
-    text: `node-maint ${fleet}: started: ${changing.length} node(s) to ${pairs(targets)} (${changing.join(', ')}); waves: ${waves.map((w) => w.join(' + ')).join(', then ')}`,
+    text: `node-maint ${fleet}: started: ${changing.length} node(s) to ${pairs(targets) || 'be rebooted'} (${changing.join(', ')}); waves: ${waves.map((w) => w.join(' + ')).join(', then ')}`,
     nodes: changing,
     targets,
     waves,

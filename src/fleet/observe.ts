@@ -1,4 +1,5 @@
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
+import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 import { withTransport } from './connection.js';
@@ -10,22 +11,33 @@ export interface ObservedNode {
   installed: Record<string, string>;
   /** For each package not at its target: what its sources offer. */
   offered: Record<string, string[]>;
+  /** With reboot: if-required, why the node wants a reboot (absent: it does not). */
+  rebootRequired?: string;
 }
 
 const SPLIT = '@@node-maint-offered';
+const REBOOT_SPLIT = '@@node-maint-reboot';
 
-export async function observeNode(connection: NodeConnection, sshKey: string | undefined, targets: Record<string, string>): Promise<ObservedNode> {
+/** The sentinel is read only for reboot: if-required (its command, if the operator gave one). */
+export interface RebootAsk {
+  sentinelCommand?: string;
+}
+
+export async function observeNode(connection: NodeConnection, sshKey: string | undefined, targets: Record<string, string>, reboot?: RebootAsk): Promise<ObservedNode> {
   const packages = Object.keys(targets);
   return withTransport(connection, sshKey, async (transport) => {
     // The sources are asked only for a package not at its target (apt-cache costs the node CPU, fleets are large).
     const offers = Object.entries(targets).map(([p, v]) => `dpkg-query -W -f='\${Version}' ${command(p)} 2>/dev/null | grep -qxF ${quote(v)} || { ${availableVersionsScript([p])}; }`);
-    const out = await run(transport, [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, ...offers, 'true'].join('\n'));
-    const [dpkg = '', madison = ''] = out.split(`${SPLIT}\n`);
+    const sentinel = reboot ? [`echo ${REBOOT_SPLIT}`, rebootRequiredScript(reboot.sentinelCommand)] : [];
+    const out = await run(transport, [packages.length > 0 ? `{ ${installedScript(packages)}; } || true` : 'true', `echo ${SPLIT}`, ...offers, 'true', ...sentinel].join('\n'));
+    const [observedPart = '', rebootPart] = out.split(`${REBOOT_SPLIT}\n`);
+    const [dpkg = '', madison = ''] = observedPart.split(`${SPLIT}\n`);
     const clean = cleanVersions(parsePackageDb(dpkg.split('\n').filter(Boolean), [], false));
     const available = parseAvailableVersions(madison);
     const installed = Object.fromEntries(packages.map((p) => [p, clean[p] || 'not installed']));
     const offered = Object.fromEntries(packages.filter((p) => installed[p] !== targets[p]).map((p) => [p, [...(available.get(p) ?? [])]]));
-    return { installed, offered };
+    const rebootRequired = rebootPart === undefined ? undefined : parseRebootRequired(rebootPart, reboot?.sentinelCommand);
+    return { installed, offered, ...(rebootRequired ? { rebootRequired } : {}) };
   });
 }
 

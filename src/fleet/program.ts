@@ -63,7 +63,7 @@ async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeC
   const worker = async () => {
     for (let i = next++; i < nodes.length; i = next++) {
       try {
-        out[i] = await observeNode(connections[i]!, config.sshKey, config.targets);
+        out[i] = await observeNode(connections[i]!, config.sshKey, config.targets, config.reboot.policy === 'if-required' ? { sentinelCommand: config.reboot.sentinelCommand } : undefined);
       } catch (e) {
         out[i] = e instanceof RunbookError ? e.message : String(e);
       }
@@ -152,6 +152,12 @@ function ranWaves(resources: Record<string, NodeRuntimeUpgrade>): pulumi.Output<
 
 const atTargets = (seen: ObservedNode | string, targets: Record<string, string>) => typeof seen === 'object' && Object.entries(targets).every(([p, v]) => seen.installed[p] === v);
 
+/** Why the node is rebooted by this `pulumi up`, or undefined: reboot: always, or if-required where the node says so. */
+function rebootOf(config: FleetConfig, seen: ObservedNode | string): string | undefined {
+  if (config.reboot.policy === 'always') return 'reboot: always';
+  return config.reboot.policy === 'if-required' && typeof seen === 'object' ? seen.rebootRequired : undefined;
+}
+
 /**
  * `pulumi up` and `pulumi preview`. A mistake in the config or the cluster the program can name (a ConfigError, a
  * RunbookError) is said as an error of its own, without the "unhandled exception" and stack that would read as a crash.
@@ -175,7 +181,8 @@ async function planFleet() {
   const observed = await observeAll(config, nodes, connections);
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
-  const lines = nodes.map((n, i) => `${n.metadata.name}: ${fmt(observed[i]!)} -> ${target}`);
+  const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
+  const lines = nodes.map((n, i) => `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}`);
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
   await refuseUnobserved(nodes, observed, config, fleet);
@@ -201,7 +208,7 @@ async function planFleet() {
   pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
-  const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
+  const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || rebootOf(config, observed[i]!) !== undefined || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
@@ -229,6 +236,8 @@ async function planFleet() {
           kubeconfig: config.kubeconfig,
           context: config.context,
           targets: config.targets,
+          reboot: config.reboot,
+          ...(rebootOf(config, seen!) ? { rebootWanted: rebootOf(config, seen!) } : {}),
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,
           allowControlPlane: config.allowControlPlane,

@@ -24,21 +24,27 @@ export async function bootIdentity(transport: Transport): Promise<string> {
   return parseBootIdentity(r.stdout);
 }
 
-/**
- * Why the node wants a reboot, or undefined when it does not: the sentinel file (with the packages Debian lists in
- * reboot-required.pkgs), or the operator's command exiting 0.
- */
-export async function rebootRequired(transport: Transport, sentinelCommand?: string): Promise<string | undefined> {
-  const script = sentinelCommand
+/** Prints "required" (then the packages Debian lists in reboot-required.pkgs) when the node wants a reboot. */
+export function rebootRequiredScript(sentinelCommand?: string): string {
+  return sentinelCommand
     ? `if ( ${sentinelCommand} ) >/dev/null 2>&1; then echo required; fi`
     : `if [ -e ${DEFAULT_REBOOT_SENTINEL} ]; then echo required; tr '\\n' ' ' < ${DEFAULT_REBOOT_SENTINEL}.pkgs 2>/dev/null; fi`;
-  const r = await transport.exec(script, { timeoutMs: 60_000 });
-  if (r.code !== 0) throw new RunbookError('internal', `${transport.target}: could not tell whether a reboot is required (${r.stderr.trim() || `exit ${r.code}`})`);
-  const [first, ...rest] = r.stdout.trim().split('\n');
+}
+
+/** Why the node wants a reboot, from rebootRequiredScript's output; undefined when it does not. */
+export function parseRebootRequired(out: string, sentinelCommand?: string): string | undefined {
+  const [first, ...rest] = out.trim().split('\n');
   if (first !== 'required') return undefined;
   if (sentinelCommand) return `the sentinel command exited 0 (${sentinelCommand})`;
   const pkgs = rest.join(' ').trim();
   return `${DEFAULT_REBOOT_SENTINEL} is there${pkgs ? ` (for ${pkgs})` : ''}`;
+}
+
+/** Why the node wants a reboot (the sentinel file, or the operator's command exiting 0), or undefined when it does not. */
+export async function rebootRequired(transport: Transport, sentinelCommand?: string): Promise<string | undefined> {
+  const r = await transport.exec(rebootRequiredScript(sentinelCommand), { timeoutMs: 60_000 });
+  if (r.code !== 0) throw new RunbookError('internal', `${transport.target}: could not tell whether a reboot is required (${r.stderr.trim() || `exit ${r.code}`})`);
+  return parseRebootRequired(r.stdout, sentinelCommand);
 }
 
 /** Starts the reboot detached from the command that asks for it, a moment later, so the command can answer first. */

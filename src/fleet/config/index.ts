@@ -1,6 +1,6 @@
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../../cluster/drain/filters.js';
 import type { Hooks } from '../../runbook/hooks.js';
-import { parseTargets, validateLeaseNamespace, validateNodeName } from '../../runbook/options.js';
+import { DEFAULT_RUN_OPTIONS, parseTargets, REBOOT_POLICIES, validateLeaseNamespace, validateNodeName, type RebootPolicy } from '../../runbook/options.js';
 import type { FleetOrder } from '../order.js';
 import type { UndrainableBehavior } from '../undrainable.js';
 import type { MaintenanceWindow } from '../window.js';
@@ -16,7 +16,10 @@ export type { AlertGate, Gates, MetricsConfig } from './operations.js';
 export interface FleetConfig {
   nodes?: string[];
   nodeSelector?: string;
+  /** Package to version; empty when the fleet only reboots. */
   targets: Record<string, string>;
+  /** Reboot each node as a step of its run: never, always, or when it says so (read in preview and up). */
+  reboot: { policy: RebootPolicy; sentinelCommand?: string; timeoutSeconds: number };
   maxUnavailable: number;
   kubeconfig?: string;
   context?: string;
@@ -48,7 +51,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -91,12 +94,13 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   }
   if (nodeSelector !== undefined && (typeof nodeSelector !== 'string' || !/^[A-Za-z0-9._/=!,-]+$/.test(nodeSelector))) throw new ConfigError('nodeSelector', `invalid label selector ${JSON.stringify(nodeSelector)}`);
 
+  const reboot = rebootConfig(get('reboot'), get('rebootSentinelCommand'), get('rebootTimeoutSeconds'));
   const targetsRaw = get('targets');
-  if (targetsRaw === undefined) throw new ConfigError('targets', 'required: a map of package to version, e.g. {"containerd": "1.6.20~ds1-1+deb12u3"}');
-  const targetMap = stringMap('targets', targetsRaw);
-  let targets: Record<string, string>;
+  if (targetsRaw === undefined && reboot.policy === 'never') throw new ConfigError('targets', 'required unless the fleet reboots (reboot: always or if-required): a map of package to version, e.g. {"containerd": "1.6.20~ds1-1+deb12u3"}');
+  const targetMap = targetsRaw === undefined ? {} : stringMap('targets', targetsRaw);
+  let targets: Record<string, string> = {};
   try {
-    targets = parseTargets(Object.entries(targetMap).map(([p, v]) => `${p}=${v}`).join(','));
+    if (Object.keys(targetMap).length > 0 || reboot.policy === 'never') targets = parseTargets(Object.entries(targetMap).map(([p, v]) => `${p}=${v}`).join(','));
   } catch (e) {
     throw new ConfigError('targets', (e as Error).message);
   }
@@ -154,6 +158,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     nodes: nodes as string[] | undefined,
     nodeSelector: nodeSelector as string | undefined,
     targets,
+    reboot,
     maxUnavailable: maxRaw,
     kubeconfig: get('kubeconfig') as string | undefined,
     context: get('context') as string | undefined,
@@ -173,4 +178,15 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     metrics: metrics(get('metrics')),
     webhook: webhook(get('webhook')),
   };
+}
+
+/** reboot (never | always | if-required), rebootSentinelCommand (if-required only), rebootTimeoutSeconds. */
+function rebootConfig(policy: unknown, sentinelCommand: unknown, timeout: unknown): FleetConfig['reboot'] {
+  const p = policy ?? 'never';
+  if (!(REBOOT_POLICIES as readonly unknown[]).includes(p)) throw new ConfigError('reboot', `must be one of ${REBOOT_POLICIES.join(', ')} (got ${JSON.stringify(p)})`);
+  if (sentinelCommand !== undefined && (typeof sentinelCommand !== 'string' || !sentinelCommand.trim())) throw new ConfigError('rebootSentinelCommand', 'must be a command (a non-empty string)');
+  if (sentinelCommand !== undefined && p !== 'if-required') throw new ConfigError('rebootSentinelCommand', 'is read only with reboot: if-required');
+  const t = timeout ?? DEFAULT_RUN_OPTIONS.rebootTimeoutSeconds;
+  if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ConfigError('rebootTimeoutSeconds', `must be a positive whole number of seconds (got ${JSON.stringify(t)})`);
+  return { policy: p as RebootPolicy, ...(sentinelCommand !== undefined ? { sentinelCommand: sentinelCommand as string } : {}), timeoutSeconds: t };
 }

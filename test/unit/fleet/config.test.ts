@@ -50,6 +50,19 @@ describe('fleet stack config', () => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });
 
+  it('reads the reboot keys; targets may then be left out, and a sentinel command goes only with if-required', () => {
+    const nodes = { 'node-maint:nodes': base['node-maint:nodes'] };
+    expect(parseFleetConfig(base, PLAIN).reboot).toEqual({ policy: 'never', timeoutSeconds: 600 });
+    expect(parseFleetConfig({ ...nodes, 'node-maint:reboot': '"if-required"', 'node-maint:rebootSentinelCommand': '"test -e /run/patched"', 'node-maint:rebootTimeoutSeconds': '900' }, PLAIN)).toMatchObject({
+      targets: {},
+      reboot: { policy: 'if-required', sentinelCommand: 'test -e /run/patched', timeoutSeconds: 900 },
+    });
+    expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"sometimes"' }, PLAIN)).toThrow(/node-maint:reboot: must be one of never, always, if-required \(got "sometimes"\)/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootSentinelCommand': '"true"' }, PLAIN)).toThrow(/node-maint:rebootSentinelCommand: is read only with reboot: if-required/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootTimeoutSeconds': '0' }, PLAIN)).toThrow(/node-maint:rebootTimeoutSeconds: must be a positive whole number/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:rebooot': '"always"' }, PLAIN)).toThrow(/did you mean node-maint:reboot\?/);
+  });
+
   it('requires nodes or a selector, and targets', () => {
     expect(() => parseFleetConfig({ 'node-maint:targets': base['node-maint:targets'] }, PLAIN)).toThrow(/node-maint:nodes: set either nodes/);
     expect(() => parseFleetConfig({ 'node-maint:nodes': base['node-maint:nodes'] }, PLAIN)).toThrow(/node-maint:targets: required/);

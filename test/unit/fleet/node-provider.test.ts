@@ -153,6 +153,15 @@ describe('check and diff (pure: `pulumi preview` changes nothing)', () => {
     expect((await diff('n', olds, { node: 'm', targets: { containerd: '2' } } as never)).replaces).toEqual(['node']);
   });
 
+  it('diff: a node the fleet reboots is a change at its target versions; with no reboot wanted, none; no targets only for a rebooting fleet', async () => {
+    const olds = { node: 'n', targets: {}, reboot: { policy: 'if-required', timeoutSeconds: 600 } } as never;
+    const news = { node: 'n', targets: {}, observed: {}, reboot: { policy: 'if-required', timeoutSeconds: 600 } };
+    expect((await diff('n', olds, news as never)).changes).toBe(false);
+    expect((await diff('n', olds, { ...news, rebootWanted: '/var/run/reboot-required is there' } as never)).changes).toBe(true);
+    expect((await check(olds, news as never)).failures).toEqual([]);
+    expect((await check(olds, { ...news, reboot: { policy: 'never', timeoutSeconds: 600 } } as never)).failures).toEqual([{ property: 'targets', reason: 'targets are required unless the fleet reboots' }]);
+  });
+
   it('diff: a window, a pause, an order or a gate set after a node is done is no change', async () => {
     const olds = { node: 'n', targets: { containerd: '2' }, leaseNamespace: 'kube-system', versionsAfter: { containerd: '2' } } as never;
     const news = { ...(inputs as object), observed: { containerd: '2' }, gates: { soakSeconds: 60, workloadsTimeoutSeconds: 60 } } as never;

@@ -1,0 +1,48 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { kubectlJson } from './bed.js';
+import { useNodes, type TestNode } from './pool.js';
+import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
+
+// kured's job for a fleet: `reboot: if-required` reboots, one wave after the other, the nodes whose sentinel says so
+// (unattended-upgrades writes /var/run/reboot-required), and leaves the others unchanged.
+const FLEET = useNodes('any', 'any', 'any');
+const names = () => FLEET.map((n) => n.name);
+const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
+
+describe('pulumi up with reboot: if-required', () => {
+  let stack: PulumiStack;
+
+  beforeAll(async () => {
+    stack = await newStack('fleet-reboot');
+    await configureBedFleet(stack, names(), 1);
+    await stack.run(['config', 'rm', 'node-maint:targets', '--config-file', stack.configFile]);
+    await stack.set('reboot', 'if-required');
+  });
+
+  it('preview says which nodes need a reboot and why; up reboots those, in waves, and leaves the third unchanged', async () => {
+    const [first, second, third] = FLEET as [TestNode, TestNode, TestNode];
+    for (const t of [first, third]) await t.sh("printf 'linux-image-6.1.0-28-amd64\\n' > /var/run/reboot-required.pkgs && touch /var/run/reboot-required");
+    const boots = await Promise.all(FLEET.map(bootOf));
+    const preview = (await stack.run(['preview'])).stdout;
+    expect(preview).toContain(`${first.name}: no package change; reboot: /var/run/reboot-required is there (for linux-image-6.1.0-28-amd64)`);
+    expect(preview).toContain(`${second.name}: no package change; no reboot required`);
+    expect(preview).toContain(`${third.name}: no package change; reboot: /var/run/reboot-required is there`);
+    expect(await Promise.all(FLEET.map(bootOf))).toEqual(boots);
+
+    const up = await stack.run(['up', '--yes']);
+    expect(up.stdout).toMatch(/3 created/);
+    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    // One node at a time (maxUnavailable 1): never two rebooting at once.
+    expect(outputs.waves).toEqual([[first.name], [second.name], [third.name]]);
+    const { nodes } = outputs;
+    expect([nodes[first.name].result, nodes[second.name].result, nodes[third.name].result]).toEqual(['rebooted', 'nothing-to-do', 'rebooted']);
+    const after = await Promise.all(FLEET.map(bootOf));
+    expect([after[0] !== boots[0], after[1] === boots[1], after[2] !== boots[2]]).toEqual([true, true, true]);
+    for (const t of FLEET) expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+
+    // The sentinels went with /run: a second up changes nothing.
+    const again = await stack.run(['up', '--yes']);
+    expect(again.stdout).not.toMatch(/\d+ (created|updated)/);
+    expect(await Promise.all(FLEET.map(bootOf))).toEqual(after);
+  });
+});
