@@ -14,7 +14,7 @@ export interface ObjectMeta {
 
 export interface Node {
   metadata: ObjectMeta;
-  spec: { unschedulable?: boolean; podCIDR?: string; podCIDRs?: string[]; taints?: Array<{ key: string; effect: string }> };
+  spec: { unschedulable?: boolean; podCIDR?: string; podCIDRs?: string[]; taints?: Array<{ key: string; value?: string; effect: string }> };
   status?: {
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastHeartbeatTime?: string }>;
     nodeInfo?: { containerRuntimeVersion?: string; kubeletVersion?: string };

@@ -16,6 +16,7 @@ import { nodeEnded, postMessage, type NodeOutcome } from './notify.js';
 import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
 import type { FleetConfig } from './config/index.js';
+import { setWaitingTaint } from './waiting-taint.js';
 
 export { fleetHolds } from './hold.js';
 
@@ -31,6 +32,8 @@ export interface NodeUpgradeInputs {
   kubeconfig?: string;
   context?: string;
   targets: Record<string, string>;
+  /** The nodes this `pulumi up` tainted PreferNoSchedule while they wait (preferNoScheduleWhileWaiting); each loses it as its run ends, all of them when the fleet fails. */
+  waitingNodes?: string[];
   /** The fleet's reboot key; absent in states written before it: never. */
   reboot?: FleetConfig['reboot'];
   drain: DrainOptions;
@@ -59,6 +62,12 @@ export interface NodeUpgradeInputs {
 /** The runbook's reboot options from the fleet's reboot key. */
 const rebootOptions = (reboot: NodeUpgradeInputs['reboot']) =>
   reboot ? { reboot: reboot.policy, rebootTimeoutSeconds: reboot.timeoutSeconds, ...(reboot.sentinelCommand ? { rebootSentinelCommand: reboot.sentinelCommand } : {}) } : {};
+
+/** Takes the fleet's waiting taint off these nodes (a node gone is no error). */
+export async function clearWaitingTaints(inputs: NodeUpgradeInputs, nodes: string[]): Promise<void> {
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  await Promise.all(nodes.map((n) => setWaitingTaint(cluster, n, inputs.fleet ?? 'fleet', false)));
+}
 
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {
   const stack = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });

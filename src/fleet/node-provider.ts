@@ -38,6 +38,7 @@ export interface NodeRunDeps {
   afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
   notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
+  clearWaitingTaints(inputs: fleet.NodeUpgradeInputs, nodes: string[]): Promise<void>;
 }
 
 const REAL: NodeRunDeps = { ...fleet, notifyFleet: postMessage };
@@ -63,6 +64,9 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     const { result, error, exitCode } = outcome;
     const end = result === SKIPPED_RESULT ? { result, reason: error } : { result, ...(error !== undefined ? { error, ...(exitCode !== undefined ? { exitCode } : {}) } : {}) };
     const fleetFailed = runs.ended(fleetName, inputs.node, end, later ?? { names: [], count: 0 });
+    // Its own waiting taint goes as its run ends; a failed fleet's waiting nodes wait no more: theirs go too.
+    const untaint = fleetFailed ? (rest.waitingNodes ?? []) : (rest.waitingNodes ?? []).filter((n) => n === inputs.node);
+    if (untaint.length > 0) await deps.clearWaitingTaints(rest, untaint).catch((e: Error) => log(`[${inputs.node}] could not take the waiting taint off ${untaint.join(', ')}: ${e.message}`));
     if (fleetFailed) await deps.notifyFleet(webhook, fleetFailed, (line) => log(`[${inputs.node}] ${line}`));
   };
   const stop = async (outcome: Omit<NodeOutcome, 'node'> & { error: string }): Promise<never> => {

@@ -2,6 +2,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
 import { isControlPlane } from '../cluster/nodes.js';
 import { listAll } from '../cluster/list.js';
+import { setWaitingTaint, WAITING_TAINT_KEY, waitingTaintValue } from './waiting-taint.js';
 import { slimPod } from '../cluster/pods.js';
 import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
 import type { Lease, Node, Pod } from '../cluster/types.js';
@@ -210,6 +211,12 @@ async function planFleet() {
   const sshKey = cfg.getSecret('sshKey');
   const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || rebootOf(config, observed[i]!) !== undefined || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
+  // kured's idea: pods evicted meanwhile prefer nodes that are not to be drained next.
+  const waitingNodes = config.preferNoScheduleWhileWaiting ? changing : [];
+  if (waitingNodes.length > 0) {
+    if (!pulumi.runtime.isDryRun()) await Promise.all(waitingNodes.map((n) => setWaitingTaint(cluster, n, fleet, true)));
+    pulumi.log.info(`${pulumi.runtime.isDryRun() ? 'would taint' : 'tainted'} ${waitingNodes.join(', ')} ${WAITING_TAINT_KEY}=${waitingTaintValue(fleet)}:PreferNoSchedule until each one's run ends (preferNoScheduleWhileWaiting)`);
+  }
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
   const g = config.gates;
@@ -237,6 +244,7 @@ async function planFleet() {
           context: config.context,
           targets: config.targets,
           reboot: config.reboot,
+          ...(waitingNodes.length > 0 ? { waitingNodes } : {}),
           ...(rebootOf(config, seen!) ? { rebootWanted: rebootOf(config, seen!) } : {}),
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { kubectlJson } from './bed.js';
+import { kubectlJson, waitFor } from './bed.js';
 import { useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
 
@@ -29,7 +29,17 @@ describe('pulumi up with reboot: if-required', () => {
     expect(preview).toContain(`${third.name}: no package change; reboot: /var/run/reboot-required is there`);
     expect(await Promise.all(FLEET.map(bootOf))).toEqual(boots);
 
-    const up = await stack.run(['up', '--yes']);
+    // While the first node is maintained, the third (its turn to come) carries the fleet's PreferNoSchedule taint.
+    const taintedWhile: string[][] = [];
+    const taints = async (t: TestNode) => ((await kubectlJson('get', 'node', t.name)).spec.taints ?? []).filter((x: any) => x.key === 'node-maint.io/waiting').map((x: any) => `${x.value}:${x.effect}`);
+    const running = stack.start(['up', '--yes', '--skip-preview']);
+    await waitFor(async () => (await kubectlJson('get', 'node', first.name)).spec.unschedulable === true, 120_000, `${first.name} cordoned`);
+    taintedWhile.push(await taints(first), await taints(second), await taints(third));
+    expect(await running.done, running.output()).toBe(0);
+    expect(running.output()).toMatch(new RegExp(`tainted ${first.name}, ${third.name} node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule until each one's run ends`));
+    expect(taintedWhile).toEqual([['node-maint.fleet-reboot:PreferNoSchedule'], [], ['node-maint.fleet-reboot:PreferNoSchedule']]);
+    for (const t of FLEET) expect(await taints(t)).toEqual([]);
+    const up = { stdout: running.output() };
     expect(up.stdout).toMatch(/3 created/);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     // One node at a time (maxUnavailable 1): never two rebooting at once.

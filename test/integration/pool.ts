@@ -452,6 +452,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
   if (notes.length) await kubectl('annotate', 'node', t.name, ...notes);
   await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
   if (node.spec.unschedulable) await kubectl('uncordon', t.name);
+  // A fleet's waiting taint a killed `pulumi up` left (whatever its stack).
+  for (const taint of (node.spec.taints ?? []).filter((x: any) => x.key === 'node-maint.io/waiting')) await kubectl('taint', 'node', t.name, `${taint.key}:${taint.effect}-`);
   const since = Number(restartedAt.trim().split('\n')[0] || 0) * 1000;
   await waitFor(async () => {
     const n = await kubectlJson('get', 'node', t.name);

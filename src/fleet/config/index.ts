@@ -18,6 +18,8 @@ export interface FleetConfig {
   nodeSelector?: string;
   /** Package to version; empty when the fleet only reboots. */
   targets: Record<string, string>;
+  /** The nodes still to do carry a PreferNoSchedule taint while the fleet runs (kured's idea); default on. */
+  preferNoScheduleWhileWaiting: boolean;
   /** Reboot each node as a step of its run: never, always, or when it says so (read in preview and up). */
   reboot: { policy: RebootPolicy; sentinelCommand?: string; timeoutSeconds: number };
   maxUnavailable: number;
@@ -51,7 +53,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -138,9 +140,9 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
 
   const sshKey = get('sshKey');
   if (sshKey !== undefined && (typeof sshKey !== 'string' || !sshKey.includes('PRIVATE KEY'))) throw new ConfigError('sshKey', 'must be a private key (PEM or OpenSSH), set with `pulumi config set --secret`');
-  const flags = { allowControlPlane: false, allowNoRollback: false, createRbac: false };
+  const flags = { allowControlPlane: false, allowNoRollback: false, createRbac: false, preferNoScheduleWhileWaiting: true };
   for (const k of Object.keys(flags) as Array<keyof typeof flags>) {
-    const value = get(k) ?? false;
+    const value = get(k) ?? flags[k];
     if (typeof value !== 'boolean') throw new ConfigError(k, 'must be true or false');
     flags[k] = value;
   }

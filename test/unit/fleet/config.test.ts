@@ -25,6 +25,9 @@ describe('fleet stack config', () => {
     expect(c.allowNoRollback).toBe(false);
     expect(c.createRbac).toBe(false);
     expect(parseFleetConfig({ ...base, 'node-maint:createRbac': 'true' }, PLAIN).createRbac).toBe(true);
+    // kured's PreferNoSchedule taint on the nodes still to do: on unless turned off.
+    expect(c.preferNoScheduleWhileWaiting).toBe(true);
+    expect(parseFleetConfig({ ...base, 'node-maint:preferNoScheduleWhileWaiting': 'false' }, PLAIN).preferNoScheduleWhileWaiting).toBe(false);
   });
 
   it.each([

@@ -1,0 +1,38 @@
+import { isConflict, type Cluster } from '../cluster/api.js';
+import { RunbookError } from '../errors.js';
+import { getNode } from '../cluster/nodes.js';
+import type { Node } from '../cluster/types.js';
+
+// kured's idea: while a fleet runs, the nodes waiting for their turn carry a PreferNoSchedule taint, so pods evicted
+// from the node being drained go, where they can, to nodes that will not be drained next. The value names the fleet;
+// each node's taint goes when its own run ends, every node's when the fleet fails.
+export const WAITING_TAINT_KEY = 'node-maint.io/waiting';
+const EFFECT = 'PreferNoSchedule';
+
+/** The fleet ("project/stack") as a taint value: a label value, so '/' and the like become '.', at most 63 characters. */
+export const waitingTaintValue = (fleet: string) => fleet.replace(/[^A-Za-z0-9_.-]/g, '.').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'fleet';
+
+const isOurs = (fleet: string) => (t: { key: string; value?: string; effect: string }) => t.key === WAITING_TAINT_KEY && t.value === waitingTaintValue(fleet) && t.effect === EFFECT;
+
+/** Adds (true) or removes (false) the fleet's waiting taint; a JSON merge patch of spec.taints, conditional on the node's resourceVersion. */
+export async function setWaitingTaint(cluster: Cluster, name: string, fleet: string, on: boolean): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    let node: Node;
+    try {
+      node = await getNode(cluster, name);
+    } catch (e) {
+      if (e instanceof RunbookError && e.code === 'nodeNotFound') return;
+      throw e;
+    }
+    const taints = node.spec.taints ?? [];
+    if (taints.some(isOurs(fleet)) === on) return;
+    const next = on ? [...taints, { key: WAITING_TAINT_KEY, value: waitingTaintValue(fleet), effect: EFFECT }] : taints.filter((t) => !isOurs(fleet)(t));
+    try {
+      await cluster.mergePatch(`/api/v1/nodes/${encodeURIComponent(name)}`, { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { taints: next } });
+      return;
+    } catch (e) {
+      // kubelet's status updates change the resourceVersion too: a few conflicts are normal.
+      if (!isConflict(e) || attempt >= 5) throw e;
+    }
+  }
+}
