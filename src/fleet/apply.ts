@@ -17,6 +17,7 @@ import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
 import type { FleetConfig } from './config/index.js';
 import { setWaitingTaint } from './waiting-taint.js';
+import { waitForNoBlockingPods, type BlockingPods } from './blocking-pods.js';
 
 export { fleetHolds } from './hold.js';
 
@@ -34,6 +35,8 @@ export interface NodeUpgradeInputs {
   targets: Record<string, string>;
   /** The nodes this `pulumi up` tainted PreferNoSchedule while they wait (preferNoScheduleWhileWaiting); each loses it as its run ends, all of them when the fleet fails. */
   waitingNodes?: string[];
+  /** kured's blocking pod selector: the node is held while one runs there (or anywhere). */
+  blockingPods?: BlockingPods;
   /** The fleet's reboot key; absent in states written before it: never. */
   reboot?: FleetConfig['reboot'];
   drain: DrainOptions;
@@ -62,6 +65,13 @@ export interface NodeUpgradeInputs {
 /** The runbook's reboot options from the fleet's reboot key. */
 const rebootOptions = (reboot: NodeUpgradeInputs['reboot']) =>
   reboot ? { reboot: reboot.policy, rebootTimeoutSeconds: reboot.timeoutSeconds, ...(reboot.sentinelCommand ? { rebootSentinelCommand: reboot.sentinelCommand } : {}) } : {};
+
+/** Resolves once no blocking pod holds the node (immediately without a selector); rejects, naming them, past the wait. */
+export async function waitForBlockingPods(inputs: NodeUpgradeInputs, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
+  if (!inputs.blockingPods) return;
+  const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  await waitForNoBlockingPods(cluster, inputs.node, inputs.blockingPods, log, signal);
+}
 
 /** Takes the fleet's waiting taint off these nodes (a node gone is no error). */
 export async function clearWaitingTaints(inputs: NodeUpgradeInputs, nodes: string[]): Promise<void> {

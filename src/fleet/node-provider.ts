@@ -39,6 +39,7 @@ export interface NodeRunDeps {
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
   notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
   clearWaitingTaints(inputs: fleet.NodeUpgradeInputs, nodes: string[]): Promise<void>;
+  waitForBlockingPods(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
 }
 
 const REAL: NodeRunDeps = { ...fleet, notifyFleet: postMessage };
@@ -90,6 +91,14 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
   const maintaining = runs.running(fleetName).filter((n) => n !== inputs.node);
   const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished, maintaining, signal: cancel }).catch(notStarted);
   if (cancel.aborted) await notStarted(new Error('cancelled'));
+  // A blocking pod (a backup, a batch job) holds the node; past the wait the node is undrainable: passed by or the fleet stops.
+  const blocked = unfinished ? undefined : await deps.waitForBlockingPods(rest, log, cancel).then(() => undefined, (e: Error) => (cancel.aborted ? notStarted(e) : e.message));
+  if (blocked !== undefined && inputs.undrainable !== 'skip') await stop({ result: 'not-started', error: blocked });
+  if (blocked !== undefined) {
+    log(`[${inputs.node}] skipped (undrainable, left as it was): ${blocked}`);
+    await tell({ result: SKIPPED_RESULT, error: blocked });
+    return { node: inputs.node, targets: inputs.targets, wave: inputs.wave ?? null, result: SKIPPED_RESULT, skipped: blocked, runId: null, versionsBefore: {}, versionsAfter: {}, steps: [], audit: null, durationMs: 0, providerMs: 0 };
+  }
   const started = Date.now();
   // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
   const report = await deps.upgradeFleetNode(rest, sshKey, log, cancel).catch((e: Error) => stop({ result: 'failed', error: e.message, exitCode: e instanceof RunbookError ? ExitCode[e.code] : ExitCode.internal }));

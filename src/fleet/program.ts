@@ -244,6 +244,7 @@ async function planFleet() {
           context: config.context,
           targets: config.targets,
           reboot: config.reboot,
+          ...(config.blockingPods ? { blockingPods: config.blockingPods } : {}),
           ...(waitingNodes.length > 0 ? { waitingNodes } : {}),
           ...(rebootOf(config, seen!) ? { rebootWanted: rebootOf(config, seen!) } : {}),
           drain: config.drain,

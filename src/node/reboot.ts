@@ -28,7 +28,7 @@ export async function bootIdentity(transport: Transport): Promise<string> {
 export function rebootRequiredScript(sentinelCommand?: string): string {
   return sentinelCommand
     ? `if ( ${sentinelCommand} ) >/dev/null 2>&1; then echo required; fi`
-    : `if [ -e ${DEFAULT_REBOOT_SENTINEL} ]; then echo required; tr '\\n' ' ' < ${DEFAULT_REBOOT_SENTINEL}.pkgs 2>/dev/null; fi`;
+    : `if [ -e ${DEFAULT_REBOOT_SENTINEL} ]; then echo required; [ ! -r ${DEFAULT_REBOOT_SENTINEL}.pkgs ] || tr '\\n' ' ' < ${DEFAULT_REBOOT_SENTINEL}.pkgs; fi`;
 }
 
 /** Why the node wants a reboot, from rebootRequiredScript's output; undefined when it does not. */

@@ -1,11 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { kubectlJson, waitFor } from './bed.js';
-import { useNodes, type TestNode } from './pool.js';
+import { pinnedDeployment } from './fixtures.js';
+import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
 
 // kured's job for a fleet: `reboot: if-required` reboots, one wave after the other, the nodes whose sentinel says so
 // (unattended-upgrades writes /var/run/reboot-required), and leaves the others unchanged.
 const FLEET = useNodes('any', 'any', 'any');
+const ns = useNamespace();
 const names = () => FLEET.map((n) => n.name);
 const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
 
@@ -54,5 +56,23 @@ describe('pulumi up with reboot: if-required', () => {
     const again = await stack.run(['up', '--yes']);
     expect(again.stdout).not.toMatch(/\d+ (created|updated)/);
     expect(await Promise.all(FLEET.map(bootOf))).toEqual(after);
+  });
+
+  it('a blocking pod holds its node: past blockingPodTimeoutSeconds it is passed by (undrainable: skip), not rebooted; the other is', async () => {
+    const [first, , third] = FLEET as [TestNode, TestNode, TestNode];
+    for (const t of [first, third]) await t.sh('touch /var/run/reboot-required');
+    await pinnedDeployment(ns.name, 'blocker', third.name, 1);
+    await stack.set('blockingPodSelector', 'app=blocker');
+    await stack.set('blockingPodTimeoutSeconds', '15');
+    await stack.set('undrainable', 'skip');
+    const boots = await Promise.all([first, third].map(bootOf));
+    const up = await stack.run(['up', '--yes', '--skip-preview']);
+    const nodes = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout).nodes;
+    expect([nodes[first.name].result, nodes[third.name].result], up.stdout).toEqual(['rebooted', 'skipped-undrainable']);
+    expect(up.stdout + up.stderr).toMatch(new RegExp(`\\[${third.name}\\] held by blocking pod\\(s\\) ${ns.name}/blocker-[a-z0-9-]+ on ${third.name}`));
+    const after = await Promise.all([first, third].map(bootOf));
+    expect([after[0] !== boots[0], after[1] === boots[1]]).toEqual([true, true]);
+    expect((await third.sh('test -e /var/run/reboot-required && echo there')).trim()).toBe('there');
+    expect((await kubectlJson('get', 'node', third.name)).spec.unschedulable).toBeUndefined();
   });
 });

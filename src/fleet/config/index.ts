@@ -4,6 +4,7 @@ import { DEFAULT_RUN_OPTIONS, parseTargets, REBOOT_POLICIES, validateLeaseNamesp
 import type { FleetOrder } from '../order.js';
 import type { UndrainableBehavior } from '../undrainable.js';
 import type { MaintenanceWindow } from '../window.js';
+import { BLOCKING_POD_SCOPES, type BlockingPods } from '../blocking-pods.js';
 import { gates, hooks, metrics, webhook, type Gates, type MetricsConfig } from './operations.js';
 import { fleetOrder, maintenanceWindow, undrainable } from './schedule.js';
 import { CONFIG_NAMESPACE, closest, ConfigError, isRecord, only, parseValue, stringMap } from './values.js';
@@ -18,6 +19,8 @@ export interface FleetConfig {
   nodeSelector?: string;
   /** Package to version; empty when the fleet only reboots. */
   targets: Record<string, string>;
+  /** While a pod matching the selector runs on the node (or anywhere), the node is held; past the wait, undrainable. */
+  blockingPods?: BlockingPods;
   /** The nodes still to do carry a PreferNoSchedule taint while the fleet runs (kured's idea); default on. */
   preferNoScheduleWhileWaiting: boolean;
   /** Reboot each node as a step of its run: never, always, or when it says so (read in preview and up). */
@@ -53,7 +56,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -161,6 +164,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     nodeSelector: nodeSelector as string | undefined,
     targets,
     reboot,
+    ...blockingPodsConfig(get('blockingPodSelector'), get('blockingPodScope'), get('blockingPodTimeoutSeconds')),
     maxUnavailable: maxRaw,
     kubeconfig: get('kubeconfig') as string | undefined,
     context: get('context') as string | undefined,
@@ -191,4 +195,19 @@ function rebootConfig(policy: unknown, sentinelCommand: unknown, timeout: unknow
   const t = timeout ?? DEFAULT_RUN_OPTIONS.rebootTimeoutSeconds;
   if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ConfigError('rebootTimeoutSeconds', `must be a positive whole number of seconds (got ${JSON.stringify(t)})`);
   return { policy: p as RebootPolicy, ...(sentinelCommand !== undefined ? { sentinelCommand: sentinelCommand as string } : {}), timeoutSeconds: t };
+}
+
+/** blockingPodSelector (a label selector), blockingPodScope (node | cluster), blockingPodTimeoutSeconds (600). */
+function blockingPodsConfig(selector: unknown, scope: unknown, timeout: unknown): { blockingPods?: BlockingPods } {
+  if (selector === undefined) {
+    if (scope !== undefined || timeout !== undefined) throw new ConfigError(scope !== undefined ? 'blockingPodScope' : 'blockingPodTimeoutSeconds', 'is read only with blockingPodSelector');
+    return {};
+  }
+  // The API judges the selector itself; here only that it is one string of a selector's characters.
+  if (typeof selector !== 'string' || !/^[A-Za-z0-9._/=!,() -]+$/.test(selector)) throw new ConfigError('blockingPodSelector', `invalid label selector ${JSON.stringify(selector)}`);
+  const s = scope ?? 'node';
+  if (!(BLOCKING_POD_SCOPES as readonly unknown[]).includes(s)) throw new ConfigError('blockingPodScope', `must be node or cluster (got ${JSON.stringify(s)})`);
+  const t = timeout ?? 600;
+  if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ConfigError('blockingPodTimeoutSeconds', `must be a positive whole number of seconds (got ${JSON.stringify(t)})`);
+  return { blockingPods: { selector, scope: s as BlockingPods['scope'], timeoutSeconds: t } };
 }

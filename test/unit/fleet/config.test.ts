@@ -66,6 +66,14 @@ describe('fleet stack config', () => {
     expect(() => parseFleetConfig({ ...base, 'node-maint:rebooot': '"always"' }, PLAIN)).toThrow(/did you mean node-maint:reboot\?/);
   });
 
+  it('reads a blocking pod selector (node scope, 600 s by default); its scope and wait only with it', () => {
+    expect(parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app in (backup, batch)"' }, PLAIN).blockingPods).toEqual({ selector: 'app in (backup, batch)', scope: 'node', timeoutSeconds: 600 });
+    expect(parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app=backup"', 'node-maint:blockingPodScope': '"cluster"' }, PLAIN).blockingPods?.scope).toBe('cluster');
+    expect(() => parseFleetConfig({ ...base, 'node-maint:blockingPodScope': '"cluster"' }, PLAIN)).toThrow(/node-maint:blockingPodScope: is read only with blockingPodSelector/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app=backup&watch=1"' }, PLAIN)).toThrow(/node-maint:blockingPodSelector: invalid label selector/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app=backup"', 'node-maint:blockingPodScope': '"zone"' }, PLAIN)).toThrow(/must be node or cluster/);
+  });
+
   it('requires nodes or a selector, and targets', () => {
     expect(() => parseFleetConfig({ 'node-maint:targets': base['node-maint:targets'] }, PLAIN)).toThrow(/node-maint:nodes: set either nodes/);
     expect(() => parseFleetConfig({ 'node-maint:nodes': base['node-maint:nodes'] }, PLAIN)).toThrow(/node-maint:targets: required/);

@@ -5,7 +5,7 @@ import { RunbookError } from '../../../src/errors.js';
 import { FleetRuns } from '../../../src/fleet/fleet-run.js';
 
 /** Deps that record what the node's run asked for, in order; the run ends as `ended` says. */
-function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after, unreachable, unfinished }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string; unreachable?: string; unfinished?: string } = {}) {
+function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, before, after, unreachable, unfinished, blocked }: { holds?: string[]; ended?: Partial<RunReport>; before?: string; after?: string; unreachable?: string; unfinished?: string; blocked?: string } = {}) {
   const calls: string[] = [];
   const deps: NodeRunDeps = {
     fleetHolds: async () => holds,
@@ -28,6 +28,11 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
     notifyNodeEnd: async (webhook, _i, o) => void calls.push(`notify ${webhook ?? 'none'} ${o.result}${o.exitCode !== undefined ? ` (exit ${o.exitCode})` : ''}${o.error ? `: ${o.error}` : ''}`),
     notifyFleet: async (_webhook, m) => void calls.push(`fleet ${m.event}: ${m.text}`),
     clearWaitingTaints: async (_i, nodes) => void calls.push(`untaint ${nodes.join(',')}`),
+    waitForBlockingPods: async (i) => {
+      if (!blocked) return;
+      calls.push(`blocking pods ${i.node}`);
+      throw new Error(blocked);
+    },
   };
   return { deps, calls };
 }
@@ -50,6 +55,16 @@ describe("a fleet node's run in the provider", () => {
     const { deps, calls } = fakeDeps();
     expect(await run(deps, { webhook: 'http://127.0.0.1:1/hook' })).toMatchObject({ node: 'n', result: 'upgraded', skipped: null });
     expect(calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify http://127.0.0.1:1/hook upgraded']);
+  });
+
+  it('a blocking pod past its wait: the node is passed by with undrainable: skip, else the fleet stops there; never started', async () => {
+    const why = 'timed out after 20s waiting for no pod matching app=backup on n: held by blocking pod(s) ns/backup-1 on n';
+    const skip = fakeDeps({ blocked: why });
+    expect(await run(skip.deps, { undrainable: 'skip' })).toMatchObject({ result: 'skipped-undrainable', skipped: why, runId: null });
+    expect(skip.calls).toEqual(['before n', 'blocking pods n', `notify none skipped-undrainable: ${why}`]);
+    const stop = fakeDeps({ blocked: why });
+    await expect(run(stop.deps)).rejects.toThrow(`n: not started: ${why}`);
+    expect(stop.calls.some((c) => c.startsWith('upgrade'))).toBe(false);
   });
 
   it('the waiting taint: a node loses its own as its run ends; a failed fleet takes it off every waiting node', async () => {
