@@ -2,7 +2,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { Cluster } from '../cluster/api.js';
 import { isControlPlane } from '../cluster/nodes.js';
 import { listAll } from '../cluster/list.js';
-import { setWaitingTaint, WAITING_TAINT_KEY, waitingTaintValue } from './waiting-taint.js';
+import { hasWaitingTaint, setWaitingTaint, WAITING_TAINT_KEY, waitingTaintValue } from './waiting-taint.js';
 import { slimPod } from '../cluster/pods.js';
 import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
 import type { Lease, Node, Pod } from '../cluster/types.js';
@@ -213,6 +213,9 @@ async function planFleet() {
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
   // kured's idea: pods evicted meanwhile prefer nodes that are not to be drained next.
   const waitingNodes = config.preferNoScheduleWhileWaiting ? changing : [];
+  // A taint a killed `pulumi up` left on a node this one does not maintain goes now (the others' go as they end).
+  const stale = nodes.filter((n) => !waitingNodes.includes(n.metadata.name) && hasWaitingTaint(n, fleet)).map((n) => n.metadata.name);
+  if (stale.length > 0 && !pulumi.runtime.isDryRun()) await Promise.all(stale.map((n) => setWaitingTaint(cluster, n, fleet, false)));
   if (waitingNodes.length > 0) {
     if (!pulumi.runtime.isDryRun()) await Promise.all(waitingNodes.map((n) => setWaitingTaint(cluster, n, fleet, true)));
     pulumi.log.info(`${pulumi.runtime.isDryRun() ? 'would taint' : 'tainted'} ${waitingNodes.join(', ')} ${WAITING_TAINT_KEY}=${waitingTaintValue(fleet)}:PreferNoSchedule until each one's run ends (preferNoScheduleWhileWaiting)`);

@@ -14,6 +14,9 @@ export const waitingTaintValue = (fleet: string) => fleet.replace(/[^A-Za-z0-9_.
 
 const isOurs = (fleet: string) => (t: { key: string; value?: string; effect: string }) => t.key === WAITING_TAINT_KEY && t.value === waitingTaintValue(fleet) && t.effect === EFFECT;
 
+/** Whether the node carries this fleet's waiting taint. */
+export const hasWaitingTaint = (node: Node, fleet: string) => (node.spec.taints ?? []).some(isOurs(fleet));
+
 /** Adds (true) or removes (false) the fleet's waiting taint; a JSON merge patch of spec.taints, conditional on the node's resourceVersion. */
 export async function setWaitingTaint(cluster: Cluster, name: string, fleet: string, on: boolean): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -25,7 +28,7 @@ export async function setWaitingTaint(cluster: Cluster, name: string, fleet: str
       throw e;
     }
     const taints = node.spec.taints ?? [];
-    if (taints.some(isOurs(fleet)) === on) return;
+    if (hasWaitingTaint(node, fleet) === on) return;
     const next = on ? [...taints, { key: WAITING_TAINT_KEY, value: waitingTaintValue(fleet), effect: EFFECT }] : taints.filter((t) => !isOurs(fleet)(t));
     try {
       await cluster.mergePatch(`/api/v1/nodes/${encodeURIComponent(name)}`, { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { taints: next } });

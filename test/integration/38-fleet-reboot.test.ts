@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { kubectlJson, waitFor } from './bed.js';
+import { kubectl, kubectlJson, waitFor } from './bed.js';
 import { pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
@@ -59,8 +59,10 @@ describe('pulumi up with reboot: if-required', () => {
   });
 
   it('a blocking pod holds its node: past blockingPodTimeoutSeconds it is passed by (undrainable: skip), not rebooted; the other is', async () => {
-    const [first, , third] = FLEET as [TestNode, TestNode, TestNode];
+    const [first, second, third] = FLEET as [TestNode, TestNode, TestNode];
     for (const t of [first, third]) await t.sh('touch /var/run/reboot-required');
+    // As a killed `pulumi up` would have left it on a node this one does not maintain.
+    await kubectl('taint', 'node', second.name, 'node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule');
     await pinnedDeployment(ns.name, 'blocker', third.name, 1);
     await stack.set('blockingPodSelector', 'app=blocker');
     await stack.set('blockingPodTimeoutSeconds', '15');
@@ -74,5 +76,6 @@ describe('pulumi up with reboot: if-required', () => {
     expect([after[0] !== boots[0], after[1] === boots[1]]).toEqual([true, true]);
     expect((await third.sh('test -e /var/run/reboot-required && echo there')).trim()).toBe('there');
     expect((await kubectlJson('get', 'node', third.name)).spec.unschedulable).toBeUndefined();
+    for (const t of FLEET) expect((await kubectlJson('get', 'node', t.name)).spec.taints ?? []).not.toContainEqual(expect.objectContaining({ key: 'node-maint.io/waiting' }));
   });
 });
