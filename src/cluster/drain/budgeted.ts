@@ -105,14 +105,17 @@ async function evictPaced(watch: BudgetWatch, key: string, pods: Pod[], cluster:
 }
 
 /**
- * Evicts every pod: those a single PodDisruptionBudget covers paced by that budget (one watch for all budgets), the
- * others at once with kubectl's retries. Resolves when the API accepted every eviction; waiting for the pods to be
+ * Evicts every pod: those a single PodDisruptionBudget covers paced by that budget (one watch per namespace of the
+ * pods: a budget covers pods of its own namespace, and the cluster's other budgets are none of the drain's business),
+ * the others at once with kubectl's retries. Resolves when the API accepted every eviction; waiting for the pods to be
  * gone is the caller's (waitForPodsGone).
  */
 export async function evictWithinBudgets(cluster: Cluster, pods: Pod[], options: EvictOptions): Promise<void> {
-  const watch = new BudgetWatch(cluster, options.version === 'policy/v1beta1' ? '/apis/policy/v1beta1/poddisruptionbudgets' : '/apis/policy/v1/poddisruptionbudgets');
-  const budgets = await watch.start();
+  const group = options.version === 'policy/v1beta1' ? '/apis/policy/v1beta1' : '/apis/policy/v1';
+  const namespaces = [...new Set(pods.map((p) => p.metadata.namespace ?? 'default'))];
+  const watches = new Map(namespaces.map((ns) => [ns, new BudgetWatch(cluster, `${group}/namespaces/${encodeURIComponent(ns)}/poddisruptionbudgets`)]));
   try {
+    const budgets = (await Promise.all([...watches.values()].map((w) => w.start()))).flat();
     const paced = new Map<string, Pod[]>();
     const free: Pod[] = [];
     for (const pod of pods) {
@@ -120,10 +123,11 @@ export async function evictWithinBudgets(cluster: Cluster, pods: Pod[], options:
       if (covering.length === 1) paced.set(budgetKey(covering[0]!), [...(paced.get(budgetKey(covering[0]!)) ?? []), pod]);
       else free.push(pod);
     }
-    const results = await Promise.allSettled([...free.map((p) => evictPod(cluster, p, options)), ...[...paced].map(([key, group]) => evictPaced(watch, key, group, cluster, options))]);
+    const watchOf = (key: string) => watches.get(key.split('/')[0]!)!;
+    const results = await Promise.allSettled([...free.map((p) => evictPod(cluster, p, options)), ...[...paced].map(([key, covered]) => evictPaced(watchOf(key), key, covered, cluster, options))]);
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
     if (failures.length > 0) throw new Error(failures.join('; '));
   } finally {
-    watch.stop();
+    for (const w of watches.values()) w.stop();
   }
 }

@@ -14,10 +14,11 @@ function budgetApi(allowed: number, refill: { every: number; upTo: number } | nu
     rv++;
     for (const l of listeners) l('MODIFIED', budget());
   };
-  const stats = { accepted: 0, refused: 0 };
+  const stats = { accepted: 0, refused: 0, read: new Set<string>() };
   const timer = refill ? setInterval(() => ((allowed = refill.upTo), changed()), refill.every) : undefined;
   const cluster = {
-    async get() {
+    async get(path: string) {
+      stats.read.add(path);
       return { metadata: { resourceVersion: String(rv) }, items: [budget()] };
     },
     async request() {
@@ -30,7 +31,8 @@ function budgetApi(allowed: number, refill: { every: number; upTo: number } | nu
       changed();
       return {};
     },
-    watch(_path: string, onEvent: (type: string, b: PodDisruptionBudget) => void) {
+    watch(path: string, onEvent: (type: string, b: PodDisruptionBudget) => void) {
+      stats.read.add(path.split('?')[0]!);
       listeners.add(onEvent);
       let end = () => undefined as void;
       const done = new Promise<void>((resolve) => (end = resolve));
@@ -49,6 +51,8 @@ describe('evictions paced by the budget', () => {
     const api = budgetApi(2, { every: 300, upTo: 2 });
     try {
       await evictWithinBudgets(api.cluster, pods(10), options(20_000));
+      // The budgets of the pods' namespace only, listed and watched: never the cluster's.
+      expect([...api.stats.read]).toEqual(['/apis/policy/v1/namespaces/ns/poddisruptionbudgets']);
     } finally {
       api.stop();
     }
