@@ -9,6 +9,7 @@ export function renderAudit(report: AuditReport): string {
   lines.push(`  ${c.reservations} IP reservation(s), ${c.cacheEntries} CNI cache entr(ies), ${c.checkpoints} checkpoint(s), ${c.sandboxes} sandbox(es) (${c.notReadySandboxes} not ready), ${c.pods} pod(s) bound`);
   for (const r of report.ranges) lines.push(`  ${rangeLine(r)}`);
   for (const line of report.leftAlone) lines.push(`  ${line}`);
+  if (report.notRead) lines.push(`  not read: ${report.notRead}`);
   if (report.unverifiable.length > 0) {
     lines.push('Could not verify:');
     for (const reason of report.unverifiable) lines.push(`  - ${reason}`);

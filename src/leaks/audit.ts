@@ -67,12 +67,12 @@ export function auditNode(input: AuditInput): AuditReport {
     findings,
     clusterFindings: [...(input.calico?.cluster ?? []), ...whereabouts.cluster],
     ipamScope: input.ipamScope ?? 'node',
+    ...((input.ipamScope ?? 'node') === 'node' && (input.calico || input.whereabouts)
+      ? { notRead: `the cluster-wide IPAM (Calico affinities of removed nodes, handles that hold no IP${input.whereabouts ? ', whereabouts allocations of pods bound elsewhere or gone' : ''}): audit-node --cluster-wide reads it` }
+      : {}),
     ranges: ipam.ranges,
     leftAlone: [
       leftAloneLine(state),
-      (input.ipamScope ?? 'node') === 'node' && (input.calico || input.whereabouts)
-        ? `cluster-wide IPAM not read (Calico affinities of removed nodes, handles that hold no IP${input.whereabouts ? ', whereabouts allocations of pods bound elsewhere or gone' : ''}): audit-node --cluster-wide reads it`
-        : '',
       whereabouts.cannotTell.length > 0 ? `${whereabouts.cannotTell.length} whereabouts allocation(s) that name no pod and whose container is not this node's: cannot tell whose, left alone: ${whereabouts.cannotTell.join(', ')}` : '',
       excused.size > 0 ? `${excused.size} pod(s) held Terminating by a finalizer, nothing of them left in the runtime (--skip-wait-for-delete-timeout): ${[...excused].join(', ')}` : '',
     ].filter(Boolean),

@@ -92,6 +92,8 @@ export interface AuditReport {
   clusterFindings: Finding[];
   /** 'node': what no one node owns was not read (audit-node --cluster-wide reads it). */
   ipamScope: IpamScope;
+  /** What this audit did not read, on a cluster where there is something to read (Calico's or whereabouts' IPAM). */
+  notRead?: string;
   ranges: RangeUsage[];
   /** What the audit left alone: other CNI users' cache entries and host-local directories (podman), not Kubernetes'. */
   leftAlone: string[];

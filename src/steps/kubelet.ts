@@ -19,15 +19,22 @@ async function kubeletActive(ctx: RunContext): Promise<boolean> {
  * brought it back), since such a kubelet posts nothing new until its Ready changes or its 5-minute status report.
  */
 async function startKubeletUnit(ctx: RunContext): Promise<number> {
-  const pid = `$(${ownPidsScript('kubelet')} | head -n 1)`;
-  const out = await run(
-    ctx.transport,
-    // The process's start in whole seconds, rounded down (etimes is rounded down, so one second is taken off).
-    `date +%s && ${startUnitsScript([kubeletUnitOf(ctx.journal)])} && { p=${pid}; [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true; }`,
-    { timeoutMs: 120_000 },
-  );
+  const out = await run(ctx.transport, `date +%s && ${startUnitsScript([kubeletUnitOf(ctx.journal)])} && { ${KUBELET_STARTED_SCRIPT}; }`, { timeoutMs: 120_000 });
   const [before, processStart] = out.trim().split('\n').map((l) => Number.parseInt(l, 10));
   return Math.min(before, Number.isFinite(processStart) ? processStart : before) * 1000;
+}
+
+/** When the running kubelet process started, by the node's clock, in whole seconds rounded down (etimes is rounded down, so one second is taken off). */
+const KUBELET_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true`;
+
+/**
+ * After this run's reboot, the kubelet systemd started at boot (ms, node clock): the Ready the API holds may still be
+ * the one posted before the reboot, and the new kubelet's first status can say NotReady.
+ */
+async function kubeletStartedAfterReboot(ctx: RunContext): Promise<number | undefined> {
+  if (!ctx.journal.reboot?.after) return undefined;
+  const started = Number.parseInt((await run(ctx.transport, KUBELET_STARTED_SCRIPT)).trim(), 10);
+  return Number.isFinite(started) ? started * 1000 : undefined;
 }
 
 async function stopKubeletAndWait(ctx: RunContext): Promise<void> {
@@ -105,7 +112,7 @@ export const startKubelet: Step = {
     return { actions: starting ? [`systemctl start ${kubeletUnitOf(ctx.journal)}`, wait] : [wait], summary: starting ? 'will start kubelet and wait' : 'kubelet running; will wait for readiness' };
   },
   async apply(ctx, plan) {
-    const startedAt = plan.actions.includes(`systemctl start ${kubeletUnitOf(ctx.journal)}`) ? await startKubeletUnit(ctx) : undefined;
+    const startedAt = plan.actions.includes(`systemctl start ${kubeletUnitOf(ctx.journal)}`) ? await startKubeletUnit(ctx) : await kubeletStartedAfterReboot(ctx);
     return waitUntilNodeReady(ctx, startedAt);
   },
   async verify(ctx) {

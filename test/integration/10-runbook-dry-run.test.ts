@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
 import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
+import { stepLine } from './faults.js';
 import { nodeFingerprint, pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
@@ -34,6 +35,6 @@ describe('upgrade-node --dry-run', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`^Dry run \\(nothing changed\\) on node ${t.name}: planned`));
     expect(result.stdout).toContain(`containerd: ${b.containerd.old} -> ${b.containerd.new} (planned)`);
-    expect(result.stderr).toContain('[ 5/11] Tear down sandbox networks');
+    expect(result.stderr).toContain(stepLine('teardown-sandboxes'));
   });
 });

@@ -20,7 +20,7 @@ const CANCELLED = /a Ctrl-C or SIGTERM on `pulumi up`|the end of its `pulumi` pr
 /** The `pulumi up` under way: its providers, as they run now. */
 const providersOf = (up: Started) => up.descendants().filter((p) => p.args.includes('dynamic-provider'));
 
-/** Waits for the provider line saying this node's step started ("[node] [ 3/11] Drain ..."). */
+/** Waits for the provider line saying this node's step started ("[node] [ 3/12] Drain ..."). */
 const atStep = async (up: Started, node: TestNode, title: string) => {
   let ended = false;
   void up.done.then(() => (ended = true));

@@ -41,8 +41,6 @@ describe('pulumi up with reboot: if-required', () => {
     expect(running.output()).toMatch(new RegExp(`tainted ${first.name}, ${third.name} node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule until each one's run ends`));
     expect(taintedWhile).toEqual([['node-maint.fleet-reboot:PreferNoSchedule'], [], ['node-maint.fleet-reboot:PreferNoSchedule']]);
     for (const t of FLEET) expect(await taints(t)).toEqual([]);
-    const up = { stdout: running.output() };
-    expect(up.stdout).toMatch(/3 created/);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     // One node at a time (maxUnavailable 1): never two rebooting at once.
     expect(outputs.waves).toEqual([[first.name], [second.name], [third.name]]);

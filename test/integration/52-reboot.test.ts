@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
@@ -100,13 +102,17 @@ describe('a reboot as a step of the run', () => {
 
   it.concurrent('a node that does not come back: exit 19 within --reboot-timeout, cordoned, nothing rolled back; once back, the same command finishes', onLeasedNode('docker', async (t) => {
     const version = await installed(t);
-    // A machine that does not power on again: its container is not restarted.
+    // A machine that does not power on again: its container is not restarted, by docker or by a testbed/up meanwhile.
+    const poweredOff = join(bed().run, 'powered-off', t.name);
+    mkdirSync(dirname(poweredOff), { recursive: true });
+    writeFileSync(poweredOff, '52-reboot.test.ts\n');
     await docker('update', '--restart', 'no', t.container);
     let result;
     try {
       result = await upgradeNode([...rebootArgs(t, ['--reboot']), '--reboot-timeout', '60s']);
     } finally {
       await docker('update', '--restart', 'unless-stopped', t.container);
+      rmSync(poweredOff, { force: true });
     }
     expect(result.code, result.stderr).toBe(19);
     const r = report(result);

@@ -15,7 +15,7 @@ export const upgradeArgs = (t: Target, version: string, extra: string[] = []) =>
 /** The run's flags with another kubeconfig (a proxy's in front of the apiserver). */
 export const withKubeconfig = (args: string[], kubeconfig: string) => args.map((a, i) => (args[i - 1] === '--kubeconfig' ? kubeconfig : a));
 
-/** The progress line that says a step starts: "[ 5/11] Tear down sandbox networks ...". */
+/** The progress line that says a step starts: "[ 5/12] Tear down sandbox networks ...". */
 export function stepLine(name: string): string {
   const i = STEPS.findIndex((s) => s.name === name);
   if (i < 0) throw new Error(`no step ${name}`);

@@ -110,7 +110,7 @@ start_pool_node() { # FLAVOUR INDEX
       -v "$etc:/etc/testbed:ro" -v "$LOCAL_APT_REPO:/srv/debs:ro" -v "$TB_RUN/api:/opt/testbed-api" \
       -v "$TEXTFILE_DIR:/var/lib/prometheus/node-exporter" \
       "$image" >/dev/null
-  elif [ "$($BED_DOCKER inspect -f '{{.State.Running}}' "$c")" != true ]; then
+  elif [ "$($BED_DOCKER inspect -f '{{.State.Running}}' "$c")" != true ] && ! powered_off "$node"; then
     $BED_DOCKER start "$c" >/dev/null
   fi
   BED_DOCKER_SOCK=$BED_DOCKER_SOCK start_bg "ssh-relay-$node" socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" \
@@ -123,6 +123,9 @@ start_api_socket() {
   wait_for "the apiserver socket" 20 test -S "$TB_RUN/api/apiserver.sock"
 }
 
+# A node a test powered off (a machine that does not come back from its reboot) stays off, whatever up runs meanwhile.
+powered_off() { [ -e "$TB_RUN/powered-off/$1" ]; }
+
 start_pool() { # DOCKER_NODES CONTAINERD_NODES
   start_api_socket
   build_pool_image docker
@@ -134,7 +137,7 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES
   for f in docker containerd; do
     n=$1; [ "$f" = containerd ] && n=$2
     for i in $(seq 1 "$n"); do
-      wait_for "$(pool_node_name "$f" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$f" "$i")"
+      powered_off "$(pool_node_name "$f" "$i")" || wait_for "$(pool_node_name "$f" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$f" "$i")"
     done
   done
   # Nodes of a larger pool before (testbed/up with fewer nodes now) go.

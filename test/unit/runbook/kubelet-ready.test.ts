@@ -40,6 +40,19 @@ describe('waiting for the node after kubelet starts', () => {
     expect(k.lines[0]).toContain('(posted before kubelet started)');
   }, 30_000);
 
+  it('after the run\'s reboot, the kubelet systemd started at boot: the Ready from before the reboot is no answer', async () => {
+    const startedAt = Date.now();
+    const k = startedKubelet(startedAt);
+    // Test 38 saw it: a 5 s reboot, the API still holding the Ready posted before it, the booted kubelet's first status NotReady.
+    const ctx = {
+      ...k.ctx,
+      journal: { prior: { kubeletUnit: 'kubelet' }, reboot: { before: 'b/1', at: '', after: 'b/2' } },
+      transport: { target: 'test', exec: async (script: string) => ({ code: 0, stdout: script.includes('etimes') ? `${Math.floor(startedAt / 1000)}\n` : 'ready\n', stderr: '' }), close: async () => undefined },
+    } as unknown as RunContext;
+    await expect(startKubelet.apply(ctx, { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' })).resolves.toContain('Ready True');
+    expect(k.polls()).toBe(4);
+  }, 30_000);
+
   it('without a start time (kubelet was already running), the Ready it shows is taken', async () => {
     const k = startedKubelet(Date.now());
     await waitUntilNodeReady(k.ctx);
