@@ -64,7 +64,7 @@ export function makeContext(input: ContextInput): RunContext {
     async nodeState(o = {}) {
       if (cached && (!o.fresh || unchangedSinceRead())) return cached;
       commandSinceRead = false;
-      cached = await readNodeState(reader, options.commandTimeoutSeconds * 1000);
+      cached = await readNodeState(reader, options.commandTimeoutSeconds * 1000, Object.keys(options.targets));
       readAt = Date.now();
       return cached;
     },

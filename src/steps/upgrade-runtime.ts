@@ -5,6 +5,7 @@ import { notAtTarget, runningBinaries } from '../node/runtime/binaries.js';
 import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import { priorVersions, runtimeUnitsOf } from '../runbook/journal.js';
+import { PACKAGES } from '../node/state/gather.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 
 export interface UpgradePlan extends StepPlan {
@@ -12,7 +13,14 @@ export interface UpgradePlan extends StepPlan {
   units: string[];
 }
 
-const unitsOf = (ctx: RunContext) => runtimeUnitsOf(ctx.journal.prior!);
+/**
+ * The runtime's units, stopped and started around the install only when it changes one of the runtime's packages (what
+ * apt changes alongside included): a kernel or a libc alone needs no daemon restart (the node's reboot starts them anew).
+ */
+function unitsOf(ctx: RunContext): string[] {
+  const changing = [...Object.keys(ctx.options.targets), ...Object.keys(ctx.journal.prior?.alongside ?? {})];
+  return changing.some((p) => PACKAGES.includes(p)) ? runtimeUnitsOf(ctx.journal.prior!) : [];
+}
 
 async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
   return [...parseUnitStates(await run(ctx.transport, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
@@ -48,15 +56,17 @@ async function install(ctx: RunContext, versions: Record<string, string>, units:
   const available = parseAvailableVersions(fromSources.length > 0 ? await run(ctx.transport, availableVersionsScript(fromSources)) : '');
   const refresh = fromSources.some((p) => !available.get(p)?.has(versions[p]!)) ? refreshScript(lockTimeoutSeconds) : undefined;
   const specs = Object.entries(versions).map(([p, v]) => `${p}=${v}`).join(' ');
+  // No unit to stop or start: the install alone (a package that is not the runtime's).
+  const around = (script: string) => (units.length > 0 ? script : 'true');
   const script = [
-    `# stop ${[...units].reverse().join(' ')}; install ${specs}; start ${units.join(' ')}`,
+    units.length > 0 ? `# stop ${[...units].reverse().join(' ')}; install ${specs}; start ${units.join(' ')}` : `# install ${specs}`,
     'rc=0',
-    `( ${stopUnitsScript([...units].reverse())} ) || rc=$?`,
+    `( ${around(stopUnitsScript([...units].reverse()))} ) || rc=$?`,
     ...(refresh ? [`[ $rc != 0 ] || ( ${refresh} ) || rc=$?`] : []),
     `[ $rc != 0 ] || (
 ${installScript(versions, { hold: ctx.journal.prior?.held ?? [], lockTimeoutSeconds, files })}
 ) || rc=$?`,
-    `( ${startUnitsScript(units)} ) || [ $rc != 0 ] || rc=$?`,
+    `( ${around(startUnitsScript(units))} ) || [ $rc != 0 ] || rc=$?`,
     'exit $rc',
   ].join('\n');
   await run(ctx.transport, script, { timeoutMs: ctx.options.commandTimeoutSeconds * 1000, what: `install ${specs}` });
@@ -116,9 +126,9 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     const down = await downUnits(ctx, units);
     const changing = Object.keys(install).length > 0;
     const actions = [
-      ...(changing ? [`stop ${[...units].reverse().join(', ')}`] : []),
+      ...(changing && units.length > 0 ? [`stop ${[...units].reverse().join(', ')}`] : []),
       ...Object.entries(install).map(([p, v]) => `install ${p} ${installed[p] || '(not cleanly installed)'} -> ${v}`),
-      ...(changing || down.length > 0 ? [`start ${units.join(', ')}`] : []),
+      ...((changing || down.length > 0) && units.length > 0 ? [`start ${units.join(', ')}`] : []),
     ];
     const before = ctx.journal.prior ? priorVersions(ctx.journal.prior) : {};
     const keep = [...Object.keys(install), ...Object.keys(ctx.journal.prior?.alongside ?? {})].filter((p) => before[p]).map((p) => `keep the .deb of ${p} ${before[p]} for a rollback`);
@@ -158,7 +168,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
       const from = Object.keys(files).length > 0 ? ` (from the kept ${Object.values(files).join(', ')})` : '';
       return `reinstalled ${Object.entries(back).map(([p, v]) => `${p} ${v}`).join(', ')}${from}`;
     }
-    await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
-    return `versions unchanged (${Object.entries(prior).map(([p, v]) => `${p} ${v}`).join(', ')}); runtime started`;
+    if (units.length > 0) await run(ctx.transport, startUnitsScript(units), { timeoutMs: ctx.options.commandTimeoutSeconds * 1000 });
+    return `versions unchanged (${Object.entries(prior).map(([p, v]) => `${p} ${v}`).join(', ')})${units.length > 0 ? '; runtime started' : ''}`;
   },
 };

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -130,4 +131,57 @@ describe('a reboot as a step of the run', () => {
     expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
     await expectServing(t, version);
   }));
+
+  it.concurrent('--to with a package that is not the runtime\'s, beside containerd: one transaction, kept, put back by the rollback when the after-upgrade hook fails; alone, no runtime restart, then the reboot', onLeasedNode('containerd', async (t) => {
+    const { new: containerd } = bed().containerd;
+    await withOsPatchSource(t, async () => {
+      const boot = await bootOf(t);
+      const failed = await upgradeNode(rebootArgs(t, ['--to', `containerd=${containerd},${OS_PATCH}=1.0-2`, '--reboot', '--hook-after-upgrade', 'exit 3']));
+      expect(failed.code, failed.stderr).toBe(11);
+      const r = report(failed);
+      expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').actions).toEqual(expect.arrayContaining([`keep the .deb of ${OS_PATCH} 1.0-1 for a rollback`, `install ${OS_PATCH} 1.0-1 -> 1.0-2`]));
+      expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime')).toMatchObject({ status: 'done' });
+      expect(await osPatch(t)).toBe('1.0-1');
+      expect(await installed(t)).toBe(bed().containerd.old);
+      expect(await bootOf(t)).toBe(boot);
+
+      const done = await upgradeNode(rebootArgs(t, ['--to', `${OS_PATCH}=1.0-2`, '--reboot']));
+      expect(done.code, done.stderr).toBe(0);
+      // No stop and start of the runtime for a package that is not its own: the reboot starts everything anew.
+      expect(report(done).steps.find((s: any) => s.name === 'upgrade-runtime').actions).toEqual([`keep the .deb of ${OS_PATCH} 1.0-1 for a rollback`, `install ${OS_PATCH} 1.0-1 -> 1.0-2`]);
+      expect(report(done)).toMatchObject({ result: 'upgraded', versions: { before: { [OS_PATCH]: '1.0-1' }, after: { [OS_PATCH]: '1.0-2' } } });
+      expect(await osPatch(t)).toBe('1.0-2');
+      expect(await bootOf(t)).not.toBe(boot);
+      await expectServing(t, bed().containerd.old);
+    });
+  }));
 });
+
+/** A package that is not the runtime's, at two versions, in an apt source of the test's own on the node. */
+const OS_PATCH = 'node-maint-os-patch';
+const osPatch = async (t: Target) => (await t.sh(`dpkg-query -W -f '\${Version}' ${OS_PATCH} 2>/dev/null || true`)).trim();
+
+/** Builds the package's two versions here (dpkg-deb, dpkg-scanpackages), serves them to the node, installs 1.0-1; all gone after. */
+async function withOsPatchSource(t: Target, body: () => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-maint-os-patch-'));
+  for (const version of ['1.0-1', '1.0-2']) {
+    const pkg = join(dir, `pkg-${version}`);
+    mkdirSync(join(pkg, 'DEBIAN'), { recursive: true });
+    mkdirSync(join(pkg, 'usr/share', OS_PATCH), { recursive: true });
+    writeFileSync(join(pkg, 'usr/share', OS_PATCH, 'version'), `${version}\n`);
+    writeFileSync(join(pkg, 'DEBIAN/control'), `Package: ${OS_PATCH}\nVersion: ${version}\nArchitecture: all\nMaintainer: node-maint test bed <testbed@localhost>\nDescription: an OS patch of the test bed (not the runtime's)\n`);
+    await promisify(execFile)('dpkg-deb', ['-b', '-Znone', pkg, join(dir, `${OS_PATCH}_${version}_all.deb`)]);
+    rmSync(pkg, { recursive: true });
+  }
+  const { stdout } = await promisify(execFile)('dpkg-scanpackages', ['--multiversion', '.', '/dev/null'], { cwd: dir });
+  writeFileSync(join(dir, 'Packages'), stdout);
+  await t.sh('rm -rf /srv/os-patch');
+  await t.put(dir, '/srv/os-patch');
+  await t.sh(`echo 'deb [trusted=yes] file:/srv/os-patch ./' > /etc/apt/sources.list.d/os-patch.list && apt-get update -qq && apt-get install -y -qq ${OS_PATCH}=1.0-1 >/dev/null`);
+  try {
+    await body();
+  } finally {
+    await t.sh(`dpkg --purge ${OS_PATCH} >/dev/null 2>&1; rm -rf /etc/apt/sources.list.d/os-patch.list /srv/os-patch; apt-get update -qq`);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

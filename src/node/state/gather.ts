@@ -45,7 +45,7 @@ export const frameScript = (marker: string) => `awk -v m='@@${marker} ' 'BEGIN {
  * Sections are marked in the script by a random word no file on the node can know, and framed once at the end by one
  * awk: a marker that follows content without a newline still starts its own line, and no content can pose as one.
  */
-export function gatherScript(marker = randomBytes(8).toString('hex')): string {
+export function gatherScript(marker = randomBytes(8).toString('hex'), packages: string[] = []): string {
   return `
 set +e
 export LC_ALL=C
@@ -63,7 +63,7 @@ cat /etc/os-release 2>/dev/null
 sec tools
 for t in apt-get dpkg-query docker crictl ctr systemctl ip flock nsenter; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done
 sec packages
-${installedScript(PACKAGES)}
+${installedScript([...new Set([...PACKAGES, ...packages])])}
 sec dpkg-locks
 ${LOCK_HOLDERS_SCRIPT}
 sec dpkg-journal

@@ -10,7 +10,7 @@ import { NEVER_STOPPED } from '../../../src/runbook/stop.js';
 export function contextOn(node: Transport, stop: AbortSignal = NEVER_STOPPED) {
   const cluster = { withHooks: () => cluster } as unknown as Cluster;
   return makeContext({
-    options: { commandTimeoutSeconds: 60, dryRun: false } as RunOptions,
+    options: { commandTimeoutSeconds: 60, dryRun: false, targets: {} } as unknown as RunOptions,
     cluster,
     transport: node,
     journal: { runId: 'r1' } as Journal,
