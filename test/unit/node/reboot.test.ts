@@ -34,3 +34,12 @@ describe('a node\'s boot, as the reboot step reads it', () => {
     await local.exec(`rm -f ${marker}`);
   });
 });
+
+describe('the reboot step in a rollback', () => {
+  it('says a reboot cannot be undone where the run rebooted, and nothing where it did not', async () => {
+    const { rebootNode } = await import('../../../src/steps/reboot.js');
+    const ctx = (reboot?: object) => ({ options: { node: 'n1' }, journal: { reboot } }) as never;
+    expect(await rebootNode.rollback!(ctx({ before: 'a/1', at: '', after: 'a/2' }))).toBe('n1 was rebooted: a reboot cannot be undone');
+    expect(await rebootNode.rollback!(ctx())).toBeUndefined();
+  });
+});
