@@ -31,23 +31,28 @@ export function podCidr(node: Node): string | undefined {
 }
 
 /**
- * Sets spec.unschedulable by a merge patch (nothing else of the node is touched), conditional on the resourceVersion
+ * Changes the node's spec by a merge patch (nothing else of the node is touched), conditional on the resourceVersion
  * read just before it: a patch decided on a stale view, or held up in the network past a Lease takeover after which the
- * node changed, is refused (409) and decided again on a fresh read, behind the fence again. Returns the node as it is.
+ * node changed, is refused (409) and decided again on a fresh read, behind the fence again. `specFor` says the change
+ * for the node as read, or undefined when there is none to make. Returns the node as it is.
  */
-export async function setUnschedulable(cluster: Cluster, name: string, unschedulable: boolean): Promise<Node> {
+export async function patchNodeSpec(cluster: Cluster, name: string, specFor: (node: Node) => Record<string, unknown> | undefined): Promise<Node> {
   for (let attempt = 1; ; attempt++) {
     const node = await getNode(cluster, name);
-    if ((node.spec.unschedulable === true) === unschedulable) return node;
+    const spec = specFor(node);
+    if (spec === undefined) return node;
     try {
-      const patch = { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { unschedulable: unschedulable ? true : null } };
-      return await cluster.mergePatch<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`, patch);
+      return await cluster.mergePatch<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`, { metadata: { resourceVersion: node.metadata.resourceVersion }, spec });
     } catch (e) {
       // kubelet's status updates change the resourceVersion too: a few conflicts are normal.
       if (!isConflict(e) || attempt >= 5) throw e;
     }
   }
 }
+
+/** Sets spec.unschedulable (patchNodeSpec). */
+export const setUnschedulable = (cluster: Cluster, name: string, unschedulable: boolean): Promise<Node> =>
+  patchNodeSpec(cluster, name, (node) => ((node.spec.unschedulable === true) === unschedulable ? undefined : { unschedulable: unschedulable ? true : null }));
 
 const CONTROL_PLANE_LABELS = ['node-role.kubernetes.io/control-plane', 'node-role.kubernetes.io/master'];
 const CONTROL_PLANE_COMPONENTS = new Set(['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler']);

@@ -1,6 +1,6 @@
-import { isConflict, type Cluster } from '../cluster/api.js';
+import type { Cluster } from '../cluster/api.js';
 import { RunbookError } from '../errors.js';
-import { getNode } from '../cluster/nodes.js';
+import { patchNodeSpec } from '../cluster/nodes.js';
 import type { Node } from '../cluster/types.js';
 
 // kured's idea: while a fleet runs, the nodes waiting for their turn carry a PreferNoSchedule taint, so pods evicted
@@ -17,25 +17,13 @@ const isOurs = (fleet: string) => (t: { key: string; value?: string; effect: str
 /** Whether the node carries this fleet's waiting taint. */
 export const hasWaitingTaint = (node: Node, fleet: string) => (node.spec.taints ?? []).some(isOurs(fleet));
 
-/** Adds (true) or removes (false) the fleet's waiting taint; a JSON merge patch of spec.taints, conditional on the node's resourceVersion. */
+/** Adds (true) or removes (false) the fleet's waiting taint (patchNodeSpec: spec.taints, conditional); a node gone is no error. */
 export async function setWaitingTaint(cluster: Cluster, name: string, fleet: string, on: boolean): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    let node: Node;
-    try {
-      node = await getNode(cluster, name);
-    } catch (e) {
-      if (e instanceof RunbookError && e.code === 'nodeNotFound') return;
-      throw e;
-    }
+  await patchNodeSpec(cluster, name, (node) => {
+    if (hasWaitingTaint(node, fleet) === on) return undefined;
     const taints = node.spec.taints ?? [];
-    if (hasWaitingTaint(node, fleet) === on) return;
-    const next = on ? [...taints, { key: WAITING_TAINT_KEY, value: waitingTaintValue(fleet), effect: EFFECT }] : taints.filter((t) => !isOurs(fleet)(t));
-    try {
-      await cluster.mergePatch(`/api/v1/nodes/${encodeURIComponent(name)}`, { metadata: { resourceVersion: node.metadata.resourceVersion }, spec: { taints: next } });
-      return;
-    } catch (e) {
-      // kubelet's status updates change the resourceVersion too: a few conflicts are normal.
-      if (!isConflict(e) || attempt >= 5) throw e;
-    }
-  }
+    return { taints: on ? [...taints, { key: WAITING_TAINT_KEY, value: waitingTaintValue(fleet), effect: EFFECT }] : taints.filter((t) => !isOurs(fleet)(t)) };
+  }).catch((e: unknown) => {
+    if (!(e instanceof RunbookError && e.code === 'nodeNotFound')) throw e;
+  });
 }

@@ -38,13 +38,14 @@ export const rebootNode: Step<StepPlan> = {
   },
   async apply(ctx) {
     const t0 = Date.now();
+    // A resume reads the node's boot again: on a new one already, the reboot is not asked again.
+    const now = ctx.journal.reboot ? await bootIdentity(ctx.reader).catch(() => undefined) : await bootIdentity(ctx.reader);
     if (!ctx.journal.reboot) {
-      ctx.journal.reboot = { before: await bootIdentity(ctx.reader), at: new Date().toISOString() };
+      ctx.journal.reboot = { before: now!, at: new Date().toISOString() };
       await ctx.saveJournal();
     }
     const { before } = ctx.journal.reboot;
-    // Not asked again once the node is on a new boot (a resume after the reboot).
-    if ((await bootIdentity(ctx.reader).catch(() => undefined)) === before) {
+    if (now === before) {
       ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
       await run(ctx.transport, rebootScript(ctx.options.rebootCommand), { what: 'reboot' });
     }
