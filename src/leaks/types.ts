@@ -35,7 +35,8 @@ export interface Finding {
 /** What became of one finding a reclaim released through the API (Calico's or whereabouts' records). */
 export interface ReleaseOutcome {
   finding: Finding;
-  verdict: 'freed' | 'changed' | 'kept' | 'failed';
+  /** gone: released by someone else since the audit (a DEL the reclaim replayed from libcni's cache, say). */
+  verdict: 'freed' | 'gone' | 'changed' | 'kept' | 'failed';
   detail: string;
 }
 

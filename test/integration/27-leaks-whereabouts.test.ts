@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, bed, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { report, upgradeArgs } from './faults.js';
-import { nodeAudit, pinnedDeployment, pinnedPodSpec, waitForRunning } from './fixtures.js';
+import { crashAndCleanUp, nodeAudit, pinnedDeployment, pinnedPodSpec, sandboxIds, waitForRunning } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
 // A real whereabouts network (v0.9.2, built by the bed) on containerd nodes: pod IPs come from one cluster-wide range,
@@ -150,5 +150,37 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const saved = await t.sh(`cat ${result.backupDir}/whereabouts-kube-system-10.210.0.0-16-*.json`);
     expect(saved).toContain(`"id":"${keeper.sandbox}"`);
     expect(saved).toContain(`"id":"${goner.sandbox}"`);
+  }));
+
+  it.concurrent("after a crash whose sandboxes' records were wiped before kubelet came back: the pods keep their addresses; a pod deleted meanwhile strands its allocation, found by --cluster-wide and reclaimed", onWhereaboutsNode(async (t) => {
+    const before = await pinnedDeployment(ns.name, 'crash', t.name, 3);
+    const [gone, ...kept] = before.map((p: any) => ({ name: p.metadata.name as string, ip: p.status.podIP as string }));
+    const oldSandboxes = await sandboxIds(t, 'all');
+    const goneSandbox = (await t.sh(`crictl pods -q --no-trunc --state ready --namespace ${ns.name} --name '^${gone!.name}$'`)).trim();
+    // containerd's state wiped after the power cut (no DEL ever runs for the old sandboxes); one pod deleted meanwhile.
+    await crashAndCleanUp(t, () => kubectl('-n', ns.name, 'delete', 'pod', gone!.name, '--wait=false'));
+    await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes(`pod/${gone!.name}`), 180_000, `${gone!.name} deleted`);
+    const after = await waitForRunning(ns.name, 'app=crash', 3);
+    // whereabouts gives a pod's new sandbox the address its entry has (same pod and interface): the pods that came back
+    // kept theirs, and their entries name their new sandboxes. The deleted pod's entry names a sandbox no DEL will reach.
+    const now = new Map(after.map((p: any) => [p.metadata.name, p.status.podIP]));
+    expect(kept.map((p) => now.get(p.name))).toEqual(kept.map((p) => p.ip));
+    expect(await allocations(gone!.name)).toEqual([`${gone!.ip} ${ns.name}/${gone!.name} ${goneSandbox}`]);
+
+    // Not the node's (its pod is gone): its own audit finds only host-local's and libcni's records the wipe stranded
+    // (of the sandboxes from before the crash), the cluster-wide one finds that entry, exactly.
+    const own = JSON.parse((await nodeAudit(t)).stdout);
+    expect(own.findings.filter((f: any) => f.class === 'whereabouts-ip-leaked' || !oldSandboxes.includes(f.evidence.containerId))).toEqual([]);
+    const wide = JSON.parse((await nodeAudit(t, ['--cluster-wide'])).stdout);
+    const ours = wide.clusterFindings.filter((f: any) => oldSandboxes.includes(f.evidence.containerId));
+    expect(ours.map((f: any) => [f.class, f.evidence.ip, f.evidence.containerId])).toEqual([['whereabouts-ip-leaked', gone!.ip, goneSandbox]]);
+    const reclaim = JSON.parse((await nodeAudit(t, ['--reclaim', '--cluster-wide', '--grace', '0', '--interval', '1'])).stdout);
+    // libcni's cache still had the sandbox's result: the reclaim replays its DEL through whereabouts first, which
+    // releases the entry as the plugin does; the API release after it finds the entry gone and says so.
+    expect(reclaim.outcomes.filter((o: any) => o.target.includes(goneSandbox)).map((o: any) => o.verdict)).toEqual(['released', 'released']);
+    expect(reclaim.whereabouts.filter((o: any) => o.finding.evidence.containerId === goneSandbox).map((o: any) => [o.verdict, o.detail])).toEqual([['gone', `${gone!.ip} in pool ${POOL} already released since the audit`]]);
+    expect(reclaim.after.verdict).toBe('clean');
+    expect(await allocations(gone!.name)).toEqual([]);
+    expect((await Promise.all([...now.keys()].map((name) => allocations(name)))).flat().map((l) => l.split(' ')[0]).sort()).toEqual([...now.values()].sort());
   }));
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { bed, bedDocker, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
 import { expectServing, lease, report, type Target } from './faults.js';
 import { pinnedDeployment } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
@@ -13,7 +13,6 @@ import { onLeasedNode, useNamespace } from './pool.js';
 // systemd, its container exits and docker starts it again: /run empty, /var and the host key kept). Each case ends
 // with a new boot identity (PID 1 started again: a container keeps the host's boot_id), the node Ready, schedulable,
 // proven and clean; or, when it does not come back, cordoned and said.
-const docker = (...args: string[]) => promisify(execFile)('docker', ['-H', bed().bedDockerHost, ...args]).then((r) => r.stdout.trim());
 const bootOf = async (t: Target) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
 const rebootArgs = (t: Target, extra: string[]) => [t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, '--reboot-timeout', '180s', ...extra];
 /** The containerd version the node has now (the reset puts the old one back). */
@@ -107,12 +106,12 @@ describe('a reboot as a step of the run', () => {
     const poweredOff = join(bed().run, 'powered-off', t.name);
     mkdirSync(dirname(poweredOff), { recursive: true });
     writeFileSync(poweredOff, '52-reboot.test.ts\n');
-    await docker('update', '--restart', 'no', t.container);
+    await bedDocker('update', '--restart', 'no', t.container);
     let result;
     try {
       result = await upgradeNode([...rebootArgs(t, ['--reboot']), '--reboot-timeout', '60s']);
     } finally {
-      await docker('update', '--restart', 'unless-stopped', t.container);
+      await bedDocker('update', '--restart', 'unless-stopped', t.container);
       rmSync(poweredOff, { force: true });
     }
     expect(result.code, result.stderr).toBe(19);
@@ -123,8 +122,8 @@ describe('a reboot as a step of the run', () => {
     expect(r.rollback).toEqual([]);
     expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBe(true);
     expect((await lease(t.name)).journal).toMatchObject({ status: 'running' });
-    expect(await docker('inspect', '-f', '{{.State.Running}}', t.container)).toBe('false');
-    await docker('start', t.container);
+    expect(await bedDocker('inspect', '-f', '{{.State.Running}}', t.container)).toBe('false');
+    await bedDocker('start', t.container);
     await backUp(t);
     const again = await upgradeNode(rebootArgs(t, ['--reboot']));
     expect(again.code, again.stderr).toBe(0);

@@ -44,6 +44,9 @@ export interface Testbed {
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;
 
+/** The bed's docker (the pool nodes' containers): its stdout, trimmed. */
+export const bedDocker = (...args: string[]) => promisify(execFile)('docker', ['-H', bed().bedDockerHost, ...args]).then((r) => r.stdout.trim());
+
 export async function kubectl(...args: string[]): Promise<string> {
   const b = bed();
   const { stdout } = await exec(b.kubectl, ['--kubeconfig', b.kubeconfig, ...args], { maxBuffer: 64 * 2 ** 20 });

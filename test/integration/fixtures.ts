@@ -1,4 +1,4 @@
-import { applyObjects, auditNode, kubectl, kubectlJson, sh, waitFor } from './bed.js';
+import { applyObjects, auditNode, bedDocker, kubectl, kubectlJson, sh, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
 // What tests put on their leased nodes (pods of their own namespace, pinned there) and read back from them.
@@ -137,3 +137,32 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
   }, 180_000, `every ${app} pod on a live sandbox`);
 }
 
+/**
+ * What the operator does after the crash, before kubelet is back, on each runtime. docker: prune the exited containers.
+ * containerd: its own records survive a prune (RemovePodSandbox stops even a NotReady sandbox, with its CNI DEL), so the
+ * field's other clean-up: its metadata store, corrupt after the power cut, wiped with the rest of /var/lib/containerd
+ * (and the images loaded again). Either way the sandboxes' records go before any DEL could run.
+ */
+const CLEAN_UP = {
+  docker: { held: 'kubelet', command: 'docker container prune -f >/dev/null' },
+  containerd: { held: 'kubelet containerd', command: 'rm -rf /var/lib/containerd && systemctl start containerd && systemctl restart testbed-images' },
+} as const;
+
+/**
+ * Crashes the node (its container killed and started again) with kubelet kept off, and cleans up before kubelet is
+ * back; `whileKubeletOff` runs after the clean-up, before kubelet starts.
+ */
+export async function crashAndCleanUp(t: TestNode, whileKubeletOff: () => Promise<unknown> = async () => undefined) {
+  const { held, command } = CLEAN_UP[t.flavour];
+  // Kept from starting at boot for the length of the clean-up, as an operator cleaning up first would have them.
+  await t.sh(`systemctl disable ${held} >/dev/null 2>&1`);
+  try {
+    await bedDocker('kill', t.container);
+    await bedDocker('start', t.container);
+    await waitFor(async () => /running|degraded/.test(await t.sh('systemctl is-system-running --wait || true').catch(() => '')), 120_000, `${t.name} booted`);
+    await t.sh(command);
+    await whileKubeletOff();
+  } finally {
+    await t.sh(`systemctl enable --now ${held} >/dev/null 2>&1`);
+  }
+}

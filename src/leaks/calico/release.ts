@@ -30,7 +30,7 @@ async function releaseIp(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> 
     return { finding: f, verdict: 'changed', detail: `block ${block.metadata.name} changed since the audit; not touched` };
   }
   const attrIndex = block.spec.allocations[ordinal];
-  if (attrIndex === null || attrIndex === undefined) return { finding: f, verdict: 'changed', detail: 'already released' };
+  if (attrIndex === null || attrIndex === undefined) return { finding: f, verdict: 'gone', detail: `${f.evidence.ip} in block ${block.metadata.name} already released` };
   const handleId = block.spec.attributes[attrIndex]?.handle_id;
   const allocations = [...block.spec.allocations];
   allocations[ordinal] = null;

@@ -29,7 +29,8 @@ async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: stri
   const poolPath = `${WHEREABOUTS_GROUP}/namespaces/${namespace}/ippools/${pool}`;
   const current = await cluster.get<IpPool>(poolPath);
   const entry = current.spec.allocations?.[offset!];
-  if (entry?.id !== containerId) return { finding: f, verdict: 'changed', detail: `${ip} in pool ${namespace}/${pool} no longer names container ${containerId!.slice(0, 12)}; not touched` };
+  if (!entry) return { finding: f, verdict: 'gone', detail: `${ip} in pool ${namespace}/${pool} already released since the audit` };
+  if (entry.id !== containerId) return { finding: f, verdict: 'changed', detail: `${ip} in pool ${namespace}/${pool} no longer names container ${containerId!.slice(0, 12)}; not touched` };
   const reservation = await reservationOf(cluster, current, String(ip));
   // By its container when it names one, else by its pod, never by a pod neither names (older whereabouts write none).
   const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : !!pod && r.spec.podref === pod);
