@@ -35,6 +35,8 @@ export interface NodeNow {
   running: string[];
   /** What could not be read, said rather than guessed. */
   unread?: string;
+  /** The reboot this run asked, not yet seen done: what runs on the node now says nothing of what it boots into. */
+  rebooting?: string;
 }
 
 export interface StepReport {
@@ -96,8 +98,10 @@ export function statusLabel(step: string, status: StepReport['status']): string 
 
 /** "cordoned, kubelet stopped, containerd running, containerd 1.6.20~ds1-1+deb12u3, ..." */
 export function describeNodeNow(now: NodeNow): string {
+  const cordon = now.cordoned === undefined ? 'cordoned: unknown' : now.cordoned ? 'cordoned' : 'schedulable';
+  if (now.rebooting) return [cordon, `rebooting (${now.rebooting})`, ...(now.unread ? [now.unread] : [])].join(', ');
   const parts = [
-    now.cordoned === undefined ? 'cordoned: unknown' : now.cordoned ? 'cordoned' : 'schedulable',
+    cordon,
     `kubelet ${now.kubelet ?? 'unknown'}`,
     ...Object.entries(now.runtime ?? {}).map(([u, s]) => `${u} ${s}`),
     ...Object.entries(now.packages ?? {}).map(([p, v]) => `${p} ${v || 'not cleanly installed'}`),

@@ -43,6 +43,12 @@ export async function waitForEarlierCommands(ctx: RunContext): Promise<void> {
 
 /** What the node is like as the run stops: what an operator weighs before continuing or rolling back. */
 export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
+  const reboot = ctx.journal.reboot;
+  if (reboot && !reboot.after) {
+    // Asked, not seen done: the node may still answer for a moment on its old boot; its units then say nothing true.
+    const cordoned = await getNode(ctx.leaseFencedCluster, ctx.options.node).then((n) => n.spec.unschedulable === true, () => undefined);
+    return { running: [], cordoned, rebooting: `the reboot this run asked at ${reboot.at}, not yet seen on a new boot`, unread: 'kubelet, the runtime and the packages not read while it reboots' };
+  }
   const now: NodeNow = { running: [] };
   const problems: string[] = [];
   const prior = ctx.journal.prior;

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { bed, bedDocker, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
-import { expectServing, lease, report, type Target } from './faults.js';
+import { expectServing, FAULTS_DIR, lease, report, type Target } from './faults.js';
 import { pinnedDeployment } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
@@ -129,6 +129,59 @@ describe('a reboot as a step of the run', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
     await expectServing(t, version);
+  }));
+
+  it.concurrent('Ctrl-C while the node reboots: stopped within seconds (exit 18), said, the Lease free; once the node is back, the same command finishes, not rebooting again', onLeasedNode('docker', async (t) => {
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    let sentAt = 0;
+    const stopped = await upgradeNode(rebootArgs(t, ['--reboot']), {
+      onStderr: (text, _kill, running) => {
+        if (sentAt || !text.includes(`waiting up to 180s for ${t.name} to come back`)) return;
+        sentAt = Date.now();
+        running.signal('SIGINT');
+      },
+    });
+    expect(stopped.code, stopped.stderr).toBe(18);
+    expect(Date.now() - sentAt).toBeLessThan(30_000);
+    const r = report(stopped);
+    expect(r).toMatchObject({ result: 'stopped', error: { code: 'stopped' } });
+    expect(r.error.message).toBe(`stopped by SIGINT: it gave up waiting for ${t.name} to come back from its reboot`);
+    expect(r.next).toMatch(/^run the same command again to continue where it stopped \(from reboot-node\)/);
+    expect(r.rollback).toEqual([]);
+    // Not the units it had for the 2 s before the reboot took it down: that it reboots.
+    expect(r.nodeNow).toEqual({ running: [], cordoned: true, rebooting: expect.stringMatching(/^the reboot this run asked at \S+, not yet seen on a new boot$/), unread: 'kubelet, the runtime and the packages not read while it reboots' });
+    const l = await lease(t.name);
+    expect(l.holder).toBeUndefined();
+    expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'reboot-node' }, reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
+    // The reboot asked before the stop goes on without the run.
+    await waitFor(async () => (await bootOf(t).catch(() => boot)) !== boot, 180_000, `${t.name} on a new boot`);
+    await backUp(t);
+    const rebootedOnce = await bootOf(t);
+    const again = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
+    expect(await bootOf(t)).toBe(rebootedOnce);
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('a failure after the reboot, before uncordon (kubelet refuses the new containerd at every boot): the runtime rolled back, the rollback says the reboot cannot be undone; exit 11', onLeasedNode('containerd', async (t) => {
+    const { faulty, old } = bed().containerd;
+    // A fault that outlives the reboot (the bed's switches live in /run): a drop-in under /etc writes the switch before
+    // each start of kubelet. The pool's reset removes it.
+    const dropIn = '/etc/systemd/system/kubelet.service.d/90-node-maint-test.conf';
+    await t.sh(`mkdir -p ${dirname(dropIn)} && printf '[Service]\\nExecStartPre=/bin/sh -c "mkdir -p ${FAULTS_DIR} && echo ${faulty} > ${FAULTS_DIR}/kubelet-refuses-containerd"\\n' > ${dropIn} && systemctl daemon-reload`);
+    const boot = await bootOf(t);
+    const result = await upgradeNode(rebootArgs(t, ['--to', `containerd=${faulty}`, '--reboot', '--ready-timeout', '60s']));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    expect(r.steps.find((s: any) => s.name === 'start-kubelet').status).toBe('failed');
+    expect(r.reboot.after).toBeDefined();
+    expect(await bootOf(t)).not.toBe(boot);
+    // Undone from the failed step back (a drain that evicted nothing has nothing to undo), every undo done.
+    expect(r.rollback.map((x: any) => x.step)).toEqual(['start-kubelet', 'reboot-node', 'upgrade-runtime', 'clear-state', 'teardown-sandboxes', 'stop-kubelet', 'cordon']);
+    expect(r.rollback.filter((x: any) => x.status !== 'done')).toEqual([]);
+    expect(r.rollback.find((x: any) => x.step === 'reboot-node').summary).toBe(`${t.name} was rebooted: a reboot cannot be undone`);
+    await expectServing(t, old);
   }));
 
   it.concurrent('--to with a package that is not the runtime\'s, beside containerd: one transaction, kept, put back by the rollback when the after-upgrade hook fails; alone, no runtime restart, then the reboot', onLeasedNode('containerd', async (t) => {

@@ -28,4 +28,13 @@ describe('the text report', () => {
     expect(text).toContain('Node now: cordoned, kubelet running, containerd running, containerd a1');
     expect(text).toContain('Next: run the same command again to continue where it stopped (from drain), or run it with --rollback');
   });
+
+  it('a run stopped while the node reboots says it reboots, not the units it had a moment before', () => {
+    const text = renderReport(report({
+      result: 'stopped', exitCode: 18, error: { code: 'stopped', message: 'stopped by SIGINT: it gave up waiting for n1 to come back from its reboot' },
+      nodeNow: { cordoned: true, running: [], rebooting: 'the reboot this run asked at 2026-11-27T20:31:02Z, not yet seen on a new boot', unread: 'kubelet, the runtime and the packages not read while it reboots' },
+    }));
+    expect(text).toContain('Node now: cordoned, rebooting (the reboot this run asked at 2026-11-27T20:31:02Z, not yet seen on a new boot), kubelet, the runtime and the packages not read while it reboots\nError (stopped)');
+    expect(text).not.toContain('kubelet unknown');
+  });
 });
