@@ -54,8 +54,11 @@ export interface Journal {
   /** The .deb files of the prior versions, kept on the node before the install (package to path): what a rollback installs. */
   keptDebs?: Record<string, string>;
   error?: string;
-  /** The node's boot before the run rebooted it (written before the reboot is asked), and after: which side of it the node is on. */
-  reboot?: { before: string; at: string; after?: string };
+  /**
+   * The node's boot before the run rebooted it (written before the reboot is asked), when the node took the reboot
+   * command (`asked`), and the boot after: which side of the reboot the node is on.
+   */
+  reboot?: { before: string; at: string; asked?: string; after?: string };
   /** Where and why the operator stopped the run (it stays unfinished: the same command continues, --rollback undoes). */
   stopped?: { at: string; by: string; step: string };
 }

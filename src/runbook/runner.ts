@@ -8,6 +8,7 @@ import { changeKind, compareVersionsScript } from '../node/packages/index.js';
 import { STEPS } from '../steps/index.js';
 import { releaseKeptDebs } from '../steps/upgrade-runtime.js';
 import type { PreflightPlan } from '../steps/preflight.js';
+import { waitForAskedReboot } from '../steps/reboot.js';
 import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
@@ -152,7 +153,10 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
   // A resumed run holds the Lease and its journal from the start: whatever happens, its journal is written back.
   let journaled = ctx.resuming;
   try {
-    if (ctx.resuming && !options.dryRun) await waitForEarlierCommands(ctx);
+    if (ctx.resuming && !options.dryRun) {
+      await waitForAskedReboot(ctx);
+      await waitForEarlierCommands(ctx);
+    }
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
     report.versions.before = journal.prior.packages;
@@ -274,6 +278,7 @@ function stoppedByLease(report: RunReport, keeper: LeaseKeeper, options: RunOpti
 async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
   report.versions.before = ctx.journal.prior?.packages ?? {};
   try {
+    await waitForAskedReboot(ctx);
     await waitForEarlierCommands(ctx);
     const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
     report.result = ok ? 'rolled-back' : 'rollback-failed';

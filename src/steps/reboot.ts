@@ -48,6 +48,8 @@ export const rebootNode: Step<StepPlan> = {
     if (now === before) {
       ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
       await run(ctx.transport, rebootScript(ctx.options.rebootCommand), { what: 'reboot' });
+      ctx.journal.reboot.asked = new Date().toISOString();
+      await ctx.saveJournal();
     }
     const after = await waitForNewBoot(ctx, before);
     ctx.journal.reboot.after = after;
@@ -57,9 +59,20 @@ export const rebootNode: Step<StepPlan> = {
     if (!ctx.journal.reboot?.after) throw new RunbookError('internal', 'the reboot was not seen');
   },
   async rollback(ctx) {
-    return ctx.journal.reboot ? `${ctx.options.node} was rebooted: a reboot cannot be undone` : undefined;
+    if (!ctx.journal.reboot) return undefined;
+    await waitForAskedReboot(ctx);
+    return `${ctx.options.node} was rebooted: a reboot cannot be undone`;
   },
 };
+
+/**
+ * A reboot the node took and no process has seen done yet (the run stopped or killed in its wait): waited for before
+ * anything reads the node (a resume, a rollback's next undo). The step itself records the new boot when it runs.
+ */
+export async function waitForAskedReboot(ctx: RunContext): Promise<void> {
+  const reboot = ctx.journal.reboot;
+  if (reboot?.asked && !reboot.after) await waitForNewBoot(ctx, reboot.before);
+}
 
 /** Polls the node until it answers on a new boot; a host key or login refused fails at once, silence is waited out. */
 async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> {

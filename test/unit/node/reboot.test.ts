@@ -42,4 +42,20 @@ describe('the reboot step in a rollback', () => {
     expect(await rebootNode.rollback!(ctx({ before: 'a/1', at: '', after: 'a/2' }))).toBe('n1 was rebooted: a reboot cannot be undone');
     expect(await rebootNode.rollback!(ctx())).toBeUndefined();
   });
+
+  it('waits, before the steps undone after it, for the new boot of a reboot asked and not yet seen (a stop in its wait)', async () => {
+    const { rebootNode } = await import('../../../src/steps/reboot.js');
+    const journal = { reboot: { before: 'an-older-boot/1', at: '', asked: '2026-11-27T20:00:00Z' } };
+    const lines: string[] = [];
+    const reader = new LocalTransport();
+    let reads = 0;
+    const counted = { ...reader, target: reader.target, exec: (...a: Parameters<LocalTransport['exec']>) => (reads++, reader.exec(...a)) };
+    const ctx = { options: { node: 'n1', rebootTimeoutSeconds: 5 }, journal, reader: counted, progress: (l: string) => lines.push(l), stop: new AbortController().signal };
+    expect(await rebootNode.rollback!(ctx as never)).toBe('n1 was rebooted: a reboot cannot be undone');
+    expect([lines, reads]).toEqual([['waiting up to 5s for n1 to come back on a new boot'], 1]);
+    // Not asked (the run ended between its journal and the command): no wait, nothing read.
+    lines.length = 0;
+    expect(await rebootNode.rollback!({ ...ctx, journal: { reboot: { before: 'an-older-boot/1', at: '' } } } as never)).toBe('n1 was rebooted: a reboot cannot be undone');
+    expect([lines, reads]).toEqual([[], 1]);
+  });
 });
