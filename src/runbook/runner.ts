@@ -230,6 +230,13 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
     report.next = `${options.node} stays cordoned; once it answers on a new boot, run the same command again to finish (or roll back with --rollback)`;
     return;
   }
+  if (acted && (code === 'hostKey' || code === 'authentication')) {
+    // The host answering is not the one the run changed, or it refuses us (re-imaged across a reboot, or not the node
+    // at all): a rollback would send it commands too. Nothing more is sent; the run stays unfinished, the node cordoned.
+    const fix = code === 'hostKey' ? 'once known_hosts has the key the node really has' : 'once the login works on it again';
+    report.next = `nothing more was sent to ${options.node} and nothing was rolled back: it stays cordoned. Find out why (a re-imaged node? another host?); ${fix}, run the same command again to finish (or roll back with --rollback)`;
+    return;
+  }
   if (code === 'leaksFound') {
     report.result = 'leaks-found';
     // Proof before uncordon failed on leaks: a downgrade would not free them, and pods must not land on them.

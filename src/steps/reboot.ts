@@ -23,7 +23,7 @@ const notRequired = (ctx: RunContext) =>
 export const rebootNode: Step<StepPlan> = {
   name: 'reboot-node',
   title: 'Reboot the node',
-  undo: 'nothing: a reboot cannot be undone (the rollback says so); the runtime is rolled back as without it',
+  undo: 'nothing: a reboot cannot be undone (the rollback says so, once the node is back from one it asked); the runtime is rolled back as without it',
   async plan(ctx) {
     const done = ctx.journal.reboot;
     if (done?.after) return { actions: [], summary: `rebooted earlier in this run (boot ${shortBoot(done.before)} -> ${shortBoot(done.after)})` };

@@ -188,6 +188,33 @@ describe('a reboot as a step of the run', () => {
     await expectServing(t, old);
   }));
 
+  it.concurrent('a node that comes back with other host keys (re-imaged): exit 6 at once, nothing more sent, nothing rolled back, cordoned, said; with its keys back, the same command finishes', onLeasedNode('docker', async (t) => {
+    const version = await installed(t);
+    // Re-imaged: from its next boot on, new host keys replace the ones the bed installs (a drop-in the pool's reset removes).
+    const dropIn = '/etc/systemd/system/testbed-node.service.d/90-node-maint-test.conf';
+    await t.sh(`mkdir -p ${dirname(dropIn)} && printf '[Service]\\nExecStartPost=/bin/sh -c "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"\\n' > ${dropIn} && systemctl daemon-reload`);
+    let result;
+    try {
+      result = await upgradeNode(rebootArgs(t, ['--reboot']));
+    } finally {
+      // The keys the bed's known_hosts has, put back through docker (SSH refuses the new ones, as it must).
+      const inNode = (script: string) => bedDocker('exec', t.container, 'sh', '-c', script);
+      await waitFor(async () => (await inNode('systemctl is-active ssh').catch(() => '')) === 'active', 180_000, `${t.name}'s sshd`);
+      await inNode(`rm -f ${dropIn} && systemctl daemon-reload && /usr/local/lib/node-maint-testbed/node-setup && systemctl restart ssh`);
+    }
+    expect(result.code, result.stderr).toBe(6);
+    const r = report(result);
+    expect(r.error).toMatchObject({ code: 'hostKey', message: expect.stringMatching(/^the host key of .*man-in-the-middle\)$/) });
+    expect(r.rollback).toEqual([]);
+    expect(r.next).toBe(`nothing more was sent to ${t.name} and nothing was rolled back: it stays cordoned. Find out why (a re-imaged node? another host?); once known_hosts has the key the node really has, run the same command again to finish (or roll back with --rollback)`);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBe(true);
+    expect((await lease(t.name)).journal).toMatchObject({ status: 'running' });
+    const again = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
+    await expectServing(t, version);
+  }));
+
   it.concurrent('--to with a package that is not the runtime\'s, beside containerd: one transaction, kept, put back by the rollback when the after-upgrade hook fails; alone, no runtime restart, then the reboot', onLeasedNode('containerd', async (t) => {
     const { new: containerd } = bed().containerd;
     await withOsPatchSource(t, async () => {
