@@ -47,8 +47,35 @@ export async function rebootRequired(transport: Transport, sentinelCommand?: str
   return parseRebootRequired(r.stdout, sentinelCommand);
 }
 
-/** Starts the reboot detached from the command that asks for it, a moment later, so the command can answer first. */
-export const rebootScript = (command: string) => `setsid sh -c ${quote(`sleep 2; ${command}`)} </dev/null >/dev/null 2>&1 &`;
+/** Where the reboot command's exit status and output go: /run, so a reboot removes them and only a failure stays. */
+export const rebootOutcomeFile = (runId: string) => `/run/node-maint-reboot-${runId.replace(/[^0-9a-zA-Z-]/g, '')}`;
+
+/**
+ * Starts the reboot detached from the command that asks for it, a moment later, so the command can answer first; its
+ * exit status and output are written beside each other for the wait to read (a reboot command that fails is said at
+ * once, not after --reboot-timeout).
+ */
+export const rebootScript = (command: string, outcome: string) =>
+  `rm -f ${outcome}.status ${outcome}.out; setsid sh -c ${quote(`sleep 2; ( ${command} ) >${outcome}.out 2>&1; echo $? >${outcome}.status`)} </dev/null >/dev/null 2>&1 &`;
+
+/** The reboot command ended, and not in a reboot: its exit status was not 0. */
+export class RebootCommandFailed extends Error {}
+
+/**
+ * The node's boot identity now; on the boot the reboot was asked from, also the reboot command's outcome: a command
+ * that exited non-zero throws RebootCommandFailed (exit 0 is a reboot on its way).
+ */
+export async function bootAfterRebootCommand(transport: Transport, before: string, outcome: string, command: string): Promise<string> {
+  const r = await transport.exec(`${BOOT_IDENTITY_SCRIPT}; cat ${outcome}.status 2>/dev/null || true; tail -c 600 ${outcome}.out 2>/dev/null || true`, { timeoutMs: 15_000 });
+  if (r.code !== 0) throw new RunbookError('unreachable', `${transport.target}: could not read its boot identity (${r.stderr.trim() || `exit ${r.code}`})`);
+  const [first = '', status = '', ...output] = r.stdout.split('\n');
+  const boot = parseBootIdentity(first);
+  if (boot === before && /^[1-9]\d*$/.test(status.trim())) {
+    const said = output.join('\n').trim();
+    throw new RebootCommandFailed(`the reboot command exited ${status.trim()} and the node did not reboot: ${command}${said ? `: ${said}` : ''}`);
+  }
+  return boot;
+}
 
 /** How a boot identity is shown: the start of its boot_id and PID 1's start. */
 export const shortBoot = (id: string) => `${id.slice(0, 8)}/${id.split('/')[1] ?? ''}`;

@@ -1,5 +1,5 @@
 import { RunbookError } from '../errors.js';
-import { bootIdentity, rebootRequired, rebootScript, shortBoot } from '../node/reboot.js';
+import { bootAfterRebootCommand, bootIdentity, RebootCommandFailed, rebootOutcomeFile, rebootRequired, rebootScript, shortBoot } from '../node/reboot.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { waitUntil } from '../wait.js';
@@ -47,11 +47,15 @@ export const rebootNode: Step<StepPlan> = {
     const { before } = ctx.journal.reboot;
     if (now === before) {
       ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
-      await run(ctx.transport, rebootScript(ctx.options.rebootCommand), { what: 'reboot' });
+      await run(ctx.transport, rebootScript(ctx.options.rebootCommand, rebootOutcomeFile(ctx.runId)), { what: 'reboot' });
       ctx.journal.reboot.asked = new Date().toISOString();
       await ctx.saveJournal();
     }
-    const after = await waitForNewBoot(ctx, before);
+    const after = await waitForNewBoot(ctx, before).catch(async (e) => {
+      // The command failed and the node answers on the boot it had: not rebooted, and rolled back as before a reboot.
+      if (e instanceof RebootCommandFailed) await notRebooted(ctx);
+      throw e;
+    });
     ctx.journal.reboot.after = after;
     return `rebooted in ${Math.round((Date.now() - t0) / 1000)}s (boot ${shortBoot(before)} -> ${shortBoot(after)})`;
   },
@@ -61,7 +65,7 @@ export const rebootNode: Step<StepPlan> = {
   async rollback(ctx) {
     if (!ctx.journal.reboot) return undefined;
     await waitForAskedReboot(ctx);
-    return `${ctx.options.node} was rebooted: a reboot cannot be undone`;
+    return ctx.journal.reboot ? `${ctx.options.node} was rebooted: a reboot cannot be undone` : `${ctx.options.node} was not rebooted (its reboot command failed)`;
   },
 };
 
@@ -71,7 +75,20 @@ export const rebootNode: Step<StepPlan> = {
  */
 export async function waitForAskedReboot(ctx: RunContext): Promise<void> {
   const reboot = ctx.journal.reboot;
-  if (reboot?.asked && !reboot.after) await waitForNewBoot(ctx, reboot.before);
+  if (!reboot?.asked || reboot.after) return;
+  try {
+    await waitForNewBoot(ctx, reboot.before);
+  } catch (e) {
+    if (!(e instanceof RebootCommandFailed)) throw e;
+    ctx.progress(`${e.message}; ${ctx.options.node} was not rebooted`);
+    await notRebooted(ctx);
+  }
+}
+
+/** The journal forgets a reboot the node never took: nothing waits for it, a resume asks it again. */
+async function notRebooted(ctx: RunContext): Promise<void> {
+  delete ctx.journal.reboot;
+  await ctx.saveJournal();
 }
 
 /** Polls the node until it answers on a new boot; a host key or login refused fails at once, silence is waited out. */
@@ -85,9 +102,9 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
       `${ctx.options.node} to come back from its reboot`,
       async () => {
         try {
-          after = await bootIdentity(ctx.reader);
+          after = await bootAfterRebootCommand(ctx.reader, before, rebootOutcomeFile(ctx.runId), ctx.options.rebootCommand);
         } catch (e) {
-          if (e instanceof RunbookError && (e.code === 'hostKey' || e.code === 'authentication')) throw e;
+          if (e instanceof RebootCommandFailed || (e instanceof RunbookError && (e.code === 'hostKey' || e.code === 'authentication'))) throw e;
           wentDown = true;
           return `down (${Math.round((Date.now() - started) / 1000)}s)`;
         }
@@ -96,7 +113,7 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
       { timeoutMs: ctx.options.rebootTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => (seen.startsWith('down') ? undefined : ctx.progress(seen)), signal: ctx.stop },
     );
   } catch (e) {
-    if (e instanceof RunbookError) throw e;
+    if (e instanceof RunbookError || e instanceof RebootCommandFailed) throw e;
     throw new RunbookError(
       'rebootTimeout',
       `${ctx.options.node} did not come back within --reboot-timeout ${ctx.options.rebootTimeoutSeconds}s of its reboot (${wentDown ? 'it went down and has not answered since' : 'it never went down: the reboot command did not reboot it'}): it stays cordoned; once it is back, run the same command again to finish`,

@@ -215,6 +215,22 @@ describe('a reboot as a step of the run', () => {
     await expectServing(t, version);
   }));
 
+  it.concurrent('a reboot command that fails (the node not rebooted): said at once with its output, rolled back as before a reboot; exit 11', onLeasedNode('any', async (t) => {
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const result = await upgradeNode(rebootArgs(t, ['--reboot', '--reboot-command', 'systemctl reboot --no-such-flag']));
+    expect(result.code, result.stderr).toBe(11);
+    const r = report(result);
+    const step = r.steps.find((s: any) => s.name === 'reboot-node');
+    expect(step.status).toBe('failed');
+    expect(r.error.message).toMatch(/^the reboot command exited 1 and the node did not reboot: systemctl reboot --no-such-flag: .*unrecognized option/);
+    // Not after --reboot-timeout (180 s here): from the command's own outcome, a poll or two after it ended.
+    expect(step.durationMs).toBeLessThan(60_000);
+    expect(await bootOf(t)).toBe(boot);
+    expect(r.result).toBe('rolled-back');
+    expect(r.rollback.filter((x: any) => x.status !== 'done')).toEqual([]);
+    await expectServing(t, version);
+  }));
+
   it.concurrent('--to with a package that is not the runtime\'s, beside containerd: one transaction, kept, put back by the rollback when the after-upgrade hook fails; alone, no runtime restart, then the reboot', onLeasedNode('containerd', async (t) => {
     const { new: containerd } = bed().containerd;
     await withOsPatchSource(t, async () => {

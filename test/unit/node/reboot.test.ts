@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { bootIdentity, parseBootIdentity, rebootRequired, rebootScript } from '../../../src/node/reboot.js';
+import { bootAfterRebootCommand, bootIdentity, parseBootIdentity, RebootCommandFailed, rebootRequired, rebootScript } from '../../../src/node/reboot.js';
 import { LocalTransport } from '../../../src/node/transport/local.js';
 
 // The boot identity and the sentinel, read by the same scripts a node runs, through a real sh on this machine.
@@ -27,11 +27,28 @@ describe('a node\'s boot, as the reboot step reads it', () => {
   it('asks for the reboot detached and a moment later, so the command answers first', async () => {
     const t0 = Date.now();
     const marker = `/tmp/node-maint-reboot-test-${process.pid}`;
-    const r = await local.exec(rebootScript(`touch ${marker}`));
+    const r = await local.exec(rebootScript(`touch ${marker}`, `${marker}-outcome`));
     expect([r.code, Date.now() - t0 < 1_500]).toEqual([0, true]);
     await new Promise((done) => setTimeout(done, 3_000));
     expect(readFileSync(marker, 'utf8')).toBe('');
-    await local.exec(`rm -f ${marker}`);
+    await local.exec(`rm -f ${marker} ${marker}-outcome.*`);
+  });
+
+  it('says at once a reboot command that failed on the boot it was asked from; one that exited 0 is a reboot on its way', async () => {
+    const outcome = `/tmp/node-maint-reboot-test-${process.pid}-outcome`;
+    const boot = await bootIdentity(local);
+    const failing = 'echo "Failed to connect to bus" >&2; exit 3';
+    await local.exec(rebootScript(failing, outcome));
+    expect(await bootAfterRebootCommand(local, boot, outcome, failing)).toBe(boot);
+    await new Promise((done) => setTimeout(done, 3_000));
+    const failed = await bootAfterRebootCommand(local, boot, outcome, failing).catch((e) => e);
+    expect(failed).toBeInstanceOf(RebootCommandFailed);
+    expect(failed.message).toBe(`the reboot command exited 3 and the node did not reboot: ${failing}: Failed to connect to bus`);
+    // Asked again (a resume): the last outcome is cleared first; this command exits 0.
+    await local.exec(rebootScript('true', outcome));
+    await new Promise((done) => setTimeout(done, 3_000));
+    expect(await bootAfterRebootCommand(local, boot, outcome, 'true')).toBe(boot);
+    await local.exec(`rm -f ${outcome}.*`);
   });
 });
 
@@ -50,7 +67,7 @@ describe('the reboot step in a rollback', () => {
     const reader = new LocalTransport();
     let reads = 0;
     const counted = { ...reader, target: reader.target, exec: (...a: Parameters<LocalTransport['exec']>) => (reads++, reader.exec(...a)) };
-    const ctx = { options: { node: 'n1', rebootTimeoutSeconds: 5 }, journal, reader: counted, progress: (l: string) => lines.push(l), stop: new AbortController().signal };
+    const ctx = { runId: 'r1', options: { node: 'n1', rebootTimeoutSeconds: 5, rebootCommand: 'systemctl reboot' }, journal, reader: counted, progress: (l: string) => lines.push(l), stop: new AbortController().signal };
     expect(await rebootNode.rollback!(ctx as never)).toBe('n1 was rebooted: a reboot cannot be undone');
     expect([lines, reads]).toEqual([['waiting up to 5s for n1 to come back on a new boot'], 1]);
     // Not asked (the run ended between its journal and the command): no wait, nothing read.
