@@ -10,6 +10,9 @@ import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
 import { stopOnSignals } from './signals.js';
 import { connectNode } from './node-access.js';
+import type { Cluster } from '../cluster/api.js';
+import { readLease } from '../cluster/lease.js';
+import { journalOf, rebootInFlight } from '../runbook/journal.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
 
@@ -179,7 +182,9 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         },
       };
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
-      const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`));
+      // A node silent while its unfinished run's reboot is under way is waited for by the run, not refused here.
+      const rebooting = async (cluster: Cluster) => rebootInFlight(journalOf(await readLease(cluster, options.leaseNamespace, options.node)));
+      const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`), rebooting);
       transport = access.transport;
       const progress = (l: string) => io.stderr(`${l}\n`);
       const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress), stop: stopping.signal });

@@ -1,6 +1,6 @@
 import { Cluster } from '../cluster/api.js';
 import { readLease } from '../cluster/lease.js';
-import { describeUnfinished, journalOf } from '../runbook/journal.js';
+import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
 import { withTransport } from './connection.js';
 import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
@@ -95,6 +95,8 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
       if (inputs.textfileDir) await publishRunMetrics({ cluster, transport, report, dir: inputs.textfileDir, log: (line) => log(`[${inputs.node}] ${line}`) });
       return report;
     }),
+    // A node silent while its unfinished run's reboot is under way (an up cancelled then) is waited for by the run.
+    async () => rebootInFlight(journalOf(await readLease(cluster, inputs.leaseNamespace, inputs.node))),
   );
 }
 

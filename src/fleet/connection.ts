@@ -16,9 +16,9 @@ function transportSpec(connection: NodeConnection, sshKey: string | undefined): 
   };
 }
 
-/** A transport to the node for the length of `fn`. */
-export async function withTransport<T>(connection: NodeConnection, sshKey: string | undefined, fn: (t: Transport) => Promise<T>): Promise<T> {
-  const transport = await openTransport(transportSpec(connection, sshKey));
+/** A transport to the node for the length of `fn` (`deferIfUnreachable`: see openTransport). */
+export async function withTransport<T>(connection: NodeConnection, sshKey: string | undefined, fn: (t: Transport) => Promise<T>, deferIfUnreachable?: () => Promise<boolean>): Promise<T> {
+  const transport = await openTransport(transportSpec(connection, sshKey), deferIfUnreachable);
   try {
     return await fn(transport);
   } finally {

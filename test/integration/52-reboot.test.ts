@@ -21,6 +21,13 @@ const installed = async (t: Target) => (await t.sh("dpkg-query -W -f '${Version}
 const backUp = (t: Target) =>
   waitFor(async () => (await t.sh('systemctl is-system-running --wait >/dev/null 2>&1; systemctl is-active --quiet ssh && echo up').catch(() => '')).includes('up'), 180_000, `${t.name} up, its sshd too`);
 
+/** The node's sshd starts 15 s late at boot (a drop-in the pool's reset removes): a reboot leaves it silent that long. */
+const slowSshdAtBoot = (t: Target) =>
+  t.sh(`mkdir -p /etc/systemd/system/ssh.service.d && printf '[Service]\\nExecStartPre=/bin/sleep 15\\n' > /etc/systemd/system/ssh.service.d/90-node-maint-test.conf && systemctl daemon-reload`);
+/** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot): what the run reaches it by is silent. */
+const untilSshDown = (t: Target, boot: string) =>
+  waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${t.name} rebooted, its sshd not up yet`);
+
 describe('a reboot as a step of the run', () => {
   const ns = useNamespace();
 
@@ -76,6 +83,7 @@ describe('a reboot as a step of the run', () => {
   }));
 
   it.concurrent('SIGKILL of the run while the node is down: the same command at once waits for the node, finishes after the reboot, not again', onLeasedNode('docker', async (t) => {
+    await slowSshdAtBoot(t);
     const [version, boot] = [await installed(t), await bootOf(t)];
     const restarts = Number(await bedDocker('inspect', '-f', '{{.RestartCount}}', t.container));
     const killed = await upgradeNode(rebootArgs(t, ['--reboot']), {
@@ -88,7 +96,8 @@ describe('a reboot as a step of the run', () => {
     expect(journal).toMatchObject({ status: 'running', reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
     expect(journal.steps['reboot-node'].status).toBe('applying');
     expect(journal.reboot.asked).toEqual(expect.any(String));
-    // The same command at once, the node still down or coming back: it waits for the new boot before it reads the node.
+    // The same command at once, while the node does not answer: it waits for the new boot before it reads the node.
+    await untilSshDown(t, boot);
     const again = await upgradeNode(rebootArgs(t, ['--reboot']));
     expect(again.code, again.stderr).toBe(0);
     const r = report(again);
@@ -133,6 +142,7 @@ describe('a reboot as a step of the run', () => {
   }));
 
   it.concurrent('Ctrl-C while the node reboots: stopped within seconds (exit 18), said, the Lease free; --rollback at once waits for the new boot, then undoes the rest', onLeasedNode('docker', async (t) => {
+    await slowSshdAtBoot(t);
     const [version, boot] = [await installed(t), await bootOf(t)];
     let sentAt = 0;
     const stopped = await upgradeNode(rebootArgs(t, ['--reboot']), {
@@ -154,8 +164,9 @@ describe('a reboot as a step of the run', () => {
     const l = await lease(t.name);
     expect(l.holder).toBeUndefined();
     expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'reboot-node' }, reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
-    // --rollback at once, as the operator who pressed Ctrl-C would: the node is still going down or coming back, and
-    // the rollback waits for its new boot before it undoes the steps that need it (kubelet, the cordon).
+    // --rollback at once, as the operator who pressed Ctrl-C would, while the node does not answer: the rollback waits
+    // for its new boot before it undoes the steps that need it (kubelet, the cordon).
+    await untilSshDown(t, boot);
     const back = await upgradeNode([...rebootArgs(t, ['--reboot']), '--rollback']);
     expect(back.code, back.stderr).toBe(11);
     const b = report(back);

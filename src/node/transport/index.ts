@@ -9,10 +9,11 @@ export type TransportSpec =
   | { kind: 'docker-exec'; container: string; dockerHost?: string }
   | { kind: 'local' };
 
-export async function openTransport(spec: TransportSpec): Promise<Transport> {
+/** `deferIfUnreachable`: see SshTransport.connect (the other transports connect per command). */
+export async function openTransport(spec: TransportSpec, deferIfUnreachable?: () => Promise<boolean>): Promise<Transport> {
   switch (spec.kind) {
     case 'ssh':
-      return SshTransport.connect(spec);
+      return SshTransport.connect(spec, deferIfUnreachable);
     case 'docker-exec':
       return DockerExecTransport.connect(spec);
     case 'local':

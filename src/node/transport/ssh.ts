@@ -39,7 +39,11 @@ export class SshTransport implements Transport {
     this.target = `ssh ${options.user}@${options.host}:${options.port ?? 22}`;
   }
 
-  static async connect(options: SshOptions): Promise<SshTransport> {
+  /**
+   * `deferIfUnreachable`: asked when the node does not answer at all; true gives a transport whose first command
+   * connects (a node the run is waiting for to come back from its reboot). A host key or login refused never defers.
+   */
+  static async connect(options: SshOptions, deferIfUnreachable?: () => Promise<boolean>): Promise<SshTransport> {
     const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
     if (options.privateKey === undefined && options.privateKeyPath === undefined) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
     const [privateKey, knownHosts] = await Promise.all([
@@ -70,7 +74,12 @@ export class SshTransport implements Transport {
       client.on('error', markLost);
       return connection;
     };
-    return new SshTransport(await open(), options, open);
+    try {
+      return new SshTransport(await open(), options, open);
+    } catch (e) {
+      if (!(e instanceof RunbookError && e.code === 'unreachable' && deferIfUnreachable && (await deferIfUnreachable()))) throw e;
+      return new SshTransport({ client: new ssh2.Client(), hops: [], lost: true }, options, open);
+    }
   }
 
   async exec(script: string, options: ExecOptions = {}): Promise<ExecResult> {

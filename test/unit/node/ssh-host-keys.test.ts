@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -94,5 +94,39 @@ describe('openClient host key checks against a live ssh2 server', () => {
     const result = await connect(`@cert-authority [127.0.0.1]:* ${typeAndKey(hostEd.public)}\n`);
     expect(result).toMatchObject({ ok: false, error: { code: 'hostKey', message: expect.stringMatching(/host certificates are not supported/) } });
     expect(shown.length).toBe(before);
+  });
+});
+
+// A node that does not answer while the run that rebooted it waits: the transport connects at its first command.
+describe('a node that does not answer at connect', () => {
+  const closedPort = async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const free = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    return free;
+  };
+  const options = (p: number, known = hostEd.public) => {
+    const knownHostsPath = join(dir, `known_hosts-down-${p}-${Math.random()}`);
+    writeFileSync(knownHostsPath, `[127.0.0.1]:${p} ${typeAndKey(known)}\n`);
+    return { host: '127.0.0.1', port: p, user: 'root', privateKey: clientKey.private, knownHostsPath, connectTimeoutMs: 5_000 };
+  };
+
+  it('is refused (unreachable) unless the caller expects its silence; then the first command connects, and says unreachable while it does not answer', async () => {
+    const down = await closedPort();
+    await expect(SshTransport.connect(options(down))).rejects.toMatchObject({ code: 'unreachable' });
+    await expect(SshTransport.connect(options(down), async () => false)).rejects.toMatchObject({ code: 'unreachable' });
+    let asked = 0;
+    const transport = await SshTransport.connect(options(down), async () => (asked++, true));
+    expect(asked).toBe(1);
+    await expect(transport.exec('true')).rejects.toMatchObject({ code: 'unreachable' });
+    await transport.close();
+  });
+
+  it('never defers a host key refused (another key than the one known): asked nothing', async () => {
+    let asked = 0;
+    const other = ssh2.utils.generateKeyPairSync('ed25519').public;
+    await expect(SshTransport.connect(options(port, other), async () => (asked++, true))).rejects.toMatchObject({ code: 'hostKey', message: expect.stringContaining('possible man-in-the-middle') });
+    expect(asked).toBe(0);
   });
 });
