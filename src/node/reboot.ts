@@ -17,12 +17,15 @@ export function parseBootIdentity(out: string): string {
   return id;
 }
 
-/** The node's boot identity now. */
-export async function bootIdentity(transport: Transport): Promise<string> {
-  const r = await transport.exec(BOOT_IDENTITY_SCRIPT, { timeoutMs: 15_000 });
+/** What the script prints, starting with the node's boot identity. */
+async function readBoot(transport: Transport, script: string): Promise<string> {
+  const r = await transport.exec(script, { timeoutMs: 15_000 });
   if (r.code !== 0) throw new RunbookError('unreachable', `${transport.target}: could not read its boot identity (${r.stderr.trim() || `exit ${r.code}`})`);
-  return parseBootIdentity(r.stdout);
+  return r.stdout;
 }
+
+/** The node's boot identity now. */
+export const bootIdentity = async (transport: Transport): Promise<string> => parseBootIdentity(await readBoot(transport, BOOT_IDENTITY_SCRIPT));
 
 /** Prints "required" (then the packages Debian lists in reboot-required.pkgs) when the node wants a reboot. */
 export function rebootRequiredScript(sentinelCommand?: string): string {
@@ -66,13 +69,14 @@ export class RebootCommandFailed extends Error {}
  * that exited non-zero throws RebootCommandFailed (exit 0 is a reboot on its way).
  */
 export async function bootAfterRebootCommand(transport: Transport, before: string, outcome: string, command: string): Promise<string> {
-  const r = await transport.exec(`${BOOT_IDENTITY_SCRIPT}; cat ${outcome}.status 2>/dev/null || true; tail -c 600 ${outcome}.out 2>/dev/null || true`, { timeoutMs: 15_000 });
-  if (r.code !== 0) throw new RunbookError('unreachable', `${transport.target}: could not read its boot identity (${r.stderr.trim() || `exit ${r.code}`})`);
-  const [first = '', status = '', ...output] = r.stdout.split('\n');
+  const out = await readBoot(transport, `${BOOT_IDENTITY_SCRIPT}; printf 'status=%s\\n' "$(cat ${outcome}.status 2>/dev/null)"; tail -c 600 ${outcome}.out 2>/dev/null || true`);
+  const [first = '', statusLine = '', ...output] = out.split('\n');
   const boot = parseBootIdentity(first);
-  if (boot === before && /^[1-9]\d*$/.test(status.trim())) {
+  // No status yet: the command is still at work (or the reboot is on its way); 0: it asked for the reboot.
+  const status = /^status=([1-9]\d*)$/.exec(statusLine.trim())?.[1];
+  if (boot === before && status) {
     const said = output.join('\n').trim();
-    throw new RebootCommandFailed(`the reboot command exited ${status.trim()} and the node did not reboot: ${command}${said ? `: ${said}` : ''}`);
+    throw new RebootCommandFailed(`the reboot command exited ${status} and the node did not reboot: ${command}${said ? `: ${said}` : ''}`);
   }
   return boot;
 }

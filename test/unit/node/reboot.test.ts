@@ -44,10 +44,12 @@ describe('a node\'s boot, as the reboot step reads it', () => {
     const failed = await bootAfterRebootCommand(local, boot, outcome, failing).catch((e) => e);
     expect(failed).toBeInstanceOf(RebootCommandFailed);
     expect(failed.message).toBe(`the reboot command exited 3 and the node did not reboot: ${failing}: Failed to connect to bus`);
-    // Asked again (a resume): the last outcome is cleared first; this command exits 0.
-    await local.exec(rebootScript('true', outcome));
+    // Asked again (a resume): the last outcome is cleared first; this command prints a number, works on, exits 0.
+    await local.exec(rebootScript('echo 1; sleep 2', outcome));
     await new Promise((done) => setTimeout(done, 3_000));
-    expect(await bootAfterRebootCommand(local, boot, outcome, 'true')).toBe(boot);
+    expect(await bootAfterRebootCommand(local, boot, outcome, 'echo 1; sleep 2')).toBe(boot);
+    await new Promise((done) => setTimeout(done, 2_000));
+    expect(await bootAfterRebootCommand(local, boot, outcome, 'echo 1; sleep 2')).toBe(boot);
     await local.exec(`rm -f ${outcome}.*`);
   });
 });
