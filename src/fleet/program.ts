@@ -6,7 +6,7 @@ import { hasWaitingTaint, setWaitingTaint, WAITING_TAINT_KEY, waitingTaintValue 
 import { slimPod } from '../cluster/pods.js';
 import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
 import type { Lease, Node, Pod } from '../cluster/types.js';
-import { describeUnfinished, journalOf } from '../runbook/journal.js';
+import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
 import type { NodeConnection } from './apply.js';
 import { notOffered, observeNode, type ObservedNode } from './observe.js';
@@ -128,17 +128,24 @@ function laterNodes(waves: string[][]): LaterNodes[] {
   });
 }
 
-/** The fleet's nodes whose Lease carries an unfinished run ("run R, running"), from one list of the runbook's Leases. */
-async function unfinishedRuns(cluster: Cluster, namespace: string, names: string[]): Promise<Map<string, string>> {
+/**
+ * The fleet's nodes whose Lease carries an unfinished run ("run R, running"), and those of them whose reboot is under
+ * way (silent until they are back: their runs wait for them), from one list of the runbook's Leases.
+ */
+async function unfinishedRuns(cluster: Cluster, namespace: string, names: string[]): Promise<{ runs: Map<string, string>; rebooting: Set<string> }> {
   const leases = await listAll<Lease>(cluster, `${leasePath(namespace)}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=node-maint')}`);
   const wanted = new Set(names);
-  return new Map(
-    leases.flatMap((l) => {
-      const node = l.metadata.name.slice(LEASE_PREFIX.length);
-      const run = describeUnfinished(journalOf(l));
-      return l.metadata.name.startsWith(LEASE_PREFIX) && wanted.has(node) && run ? [[node, run] as const] : [];
-    }),
-  );
+  const runs = new Map<string, string>();
+  const rebooting = new Set<string>();
+  for (const l of leases) {
+    const node = l.metadata.name.slice(LEASE_PREFIX.length);
+    const journal = journalOf(l);
+    const run = describeUnfinished(journal);
+    if (!l.metadata.name.startsWith(LEASE_PREFIX) || !wanted.has(node) || !run) continue;
+    runs.set(node, run);
+    if (rebootInFlight(journal)) rebooting.add(node);
+  }
+  return { runs, rebooting };
 }
 
 /** The nodes grouped by the wave each last ran in (from its outputs), in wave order, each wave by name. */
@@ -180,15 +187,23 @@ async function planFleet() {
   const nodes = await resolveNodes(cluster, config);
   const connections = nodes.map((n) => connectionFor(config, n));
   const observed = await observeAll(config, nodes, connections);
+  const names = nodes.map((n) => n.metadata.name);
+  const { runs: unfinished, rebooting } = await unfinishedRuns(cluster, config.leaseNamespace, names);
+  // A node whose unfinished run's reboot is under way cannot answer yet: its run reads it when it is back.
+  const silentRebooting = new Set(names.filter((n, i) => rebooting.has(n) && typeof observed[i] === 'string'));
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
-  const lines = nodes.map((n, i) => `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}`);
+  const lines = nodes.map((n, i) =>
+    silentRebooting.has(n.metadata.name)
+      ? `${n.metadata.name}: rebooting (${unfinished.get(n.metadata.name)}: its reboot is under way; the run reads the node once it is back)`
+      : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}`,
+  );
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
-  await refuseUnobserved(nodes, observed, config, fleet);
+  await refuseUnobserved(nodes.filter((n) => !silentRebooting.has(n.metadata.name)), observed.filter((_, i) => !silentRebooting.has(names[i]!)), config, fleet);
   // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.
-  const unavailable = nodes.flatMap((n, i) => notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets));
+  const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets)));
   if (unavailable.length > 0) throw new ConfigError('targets', `not installable on ${unavailable.length} node(s), so no node is planned or changed: ${unavailable.join('; ')}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
@@ -197,10 +212,8 @@ async function planFleet() {
   if (controlPlane.size > 0 && !config.allowControlPlane) {
     throw new ConfigError('allowControlPlane', `the fleet includes control-plane nodes (${[...controlPlane].map(([n, why]) => `${n}: ${why}`).join('; ')}); set it to true to maintain them (after the workers, one at a time), or leave them out of nodes/nodeSelector`);
   }
-  const names = nodes.map((n) => n.metadata.name);
   // Nodes a stopped or killed `pulumi up` left half-done are out of service already: finished first, in a wave of
   // their own, before any other node and whatever their place in the order (their own runs skip the gates).
-  const unfinished = await unfinishedRuns(cluster, config.leaseNamespace, names);
   const ordered = orderFleet({ names, order: config.order, pods: podsPerNode(pods) }).map((n) => names.indexOf(n));
   const resumed = ordered.filter((i) => unfinished.has(names[i]!));
   const rest = ordered.filter((i) => !unfinished.has(names[i]!));

@@ -170,4 +170,32 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     expect(await nextUpFinishes(bed().containerd.new)).toMatch(new RegExp(`waves: ${FIRST.name}, then ${SECOND.name}`));
     expect((await kubectlJson('get', 'node', FIRST.name)).spec.unschedulable).toBeUndefined();
   });
+
+  it('Ctrl-C while the first node reboots (reboot: always): it stops there; the next up at once, the node still silent, says it reboots, waits for it and finishes both', async () => {
+    hook.messages.length = 0;
+    // Its sshd starts 15 s late at each boot (a drop-in the pool's reset removes): the reboot leaves it silent that long.
+    const dropIn = '/etc/systemd/system/ssh.service.d/90-node-maint-test.conf';
+    await FIRST.sh(`mkdir -p /etc/systemd/system/ssh.service.d && printf '[Service]\\nExecStartPre=/bin/sleep 15\\n' > ${dropIn} && systemctl daemon-reload`);
+    const bootOf = async () => (await FIRST.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
+    const boot = await bootOf();
+    await stack.set('reboot', 'always');
+    try {
+      const up = stack.start(['up', '--yes', '--skip-preview']);
+      await waitFor(async () => new RegExp(`\\[${FIRST.name}\\] +waiting up to \\d+s for ${FIRST.name} to come back on a new boot`).test(up.output()), 600_000, `${FIRST.name} rebooting`);
+      const providers = providersOf(up);
+      up.signal('SIGINT');
+      expect(await up.done).not.toBe(0);
+      expect(up.output()).toMatch(new RegExp(`${FIRST.name}: stopped \\(exit 18\\): stopped by a Ctrl-C or SIGTERM on \`pulumi up\``));
+      await expectGone(providers, 60_000, 'the providers of the cancelled up to end');
+      await expectStoppedRun(FIRST);
+      // The next up while the node is on its new boot and its sshd not up yet: what the fleet reaches it by is silent.
+      await waitFor(async () => (await bootOf()) !== boot && (await FIRST.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${FIRST.name} rebooted, its sshd not up yet`);
+      const out = await nextUpFinishes(bed().containerd.new);
+      expect(out).toMatch(new RegExp(`${FIRST.name}: rebooting \\(run [0-9a-f-]+, running: its reboot is under way; the run reads the node once it is back\\)`));
+      expect(hook.messages.find((m) => m.event === 'node-finished' && m.node === FIRST.name)).toMatchObject({ result: 'rebooted' });
+    } finally {
+      await stack.run(['config', 'rm', 'node-maint:reboot', '--config-file', stack.configFile]);
+      await FIRST.sh(`rm -f ${dropIn} && systemctl daemon-reload`);
+    }
+  });
 });
