@@ -85,10 +85,10 @@ export function parseJournal(text: string | undefined): Journal | undefined {
 }
 
 /** "run R, running" for a run that neither finished nor finished rolling back, else undefined. */
+export const describeUnfinished = (journal: Journal | undefined) => (isUnfinished(journal) ? `run ${journal.runId}, ${journal.status}` : undefined);
+
 /** An unfinished run whose node took its reboot command and was not seen back yet: its silence is expected. */
 export const rebootInFlight = (journal: Journal | undefined) => isUnfinished(journal) && !!journal.reboot?.asked && !journal.reboot.after;
-
-export const describeUnfinished = (journal: Journal | undefined) => (isUnfinished(journal) ? `run ${journal.runId}, ${journal.status}` : undefined);
 
 /** A run that neither finished nor finished rolling back: the next run continues it. */
 export function isUnfinished(journal: Journal | undefined): journal is Journal {
