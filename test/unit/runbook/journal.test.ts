@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finishedEarlier, isRollingBack, isUnfinished, newJournal, parseJournal, stepsToUndo } from '../../../src/runbook/journal.js';
+import { finishedEarlier, isRollingBack, isUnfinished, newJournal, parseJournal, rebootInFlight, stepsToUndo } from '../../../src/runbook/journal.js';
 import { STEPS } from '../../../src/steps/index.js';
 
 const order = STEPS.map((s) => s.name);
@@ -20,6 +20,17 @@ describe('the journal', () => {
     expect(finishedEarlier(j, 'cordon')).toBe(true);
     expect(finishedEarlier(j, 'stop-kubelet')).toBe(true);
     expect(finishedEarlier(j, 'drain')).toBe(false);
+  });
+  it('expects a node silent only between the reboot it took and its new boot, in a run not finished', () => {
+    const j = newJournal('r', 'n', 'h', {});
+    expect(rebootInFlight(j)).toBe(false);
+    j.reboot = { before: 'b/1', at: 't' };
+    expect(rebootInFlight(j)).toBe(false);
+    j.reboot.asked = 't';
+    expect(rebootInFlight(j)).toBe(true);
+    expect(rebootInFlight({ ...j, status: 'completed' })).toBe(false);
+    j.reboot.after = 'b/2';
+    expect(rebootInFlight(j)).toBe(false);
   });
   it('knows an unfinished run, and one killed while it rolled back', () => {
     const j = newJournal('r', 'n', 'h', {});
