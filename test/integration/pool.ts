@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
 import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { bed, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
+import { bed, bedDocker, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
 // run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
@@ -395,7 +395,22 @@ export async function resetPoolNode(t: TestNode, ownNamespace = ''): Promise<voi
   }
 }
 
+/**
+ * A runc killed mid-change (a test kills the runtime) can leave a cgroup in the node frozen: its processes then ignore
+ * every signal, and a reboot of the node hangs (systemd cannot end them). Thawed from the host, as the bed's
+ * remove_pool_container does (cgroup v1's freezer, v2's cgroup.freeze).
+ */
+async function thawFrozenCgroups(t: TestNode): Promise<void> {
+  const id = await bedDocker('inspect', '-f', '{{.Id}}', t.container);
+  const { stdout } = await exec('bash', ['-c', `find /sys/fs/cgroup -path '*${id}*' \\( -name freezer.state -o -name cgroup.freeze \\) 2>/dev/null | while read -r f; do
+    s=$(cat "$f" 2>/dev/null) || continue
+    case "$s" in THAWED|0) ;; FROZEN|FREEZING) echo THAWED 2>/dev/null > "$f" && echo "$f" ;; *) echo 0 2>/dev/null > "$f" && echo "$f" ;; esac
+  done; true`]);
+  if (stdout.trim()) console.log(`${t.name}: thawed what a killed runc left frozen: ${stdout.trim().split('\n').join(', ')}`);
+}
+
 async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
+  await thawFrozenCgroups(t);
   const b = bed();
   const versions: Record<string, string> = t.flavour === 'docker' ? { containerd: b.containerd.old, 'docker.io': b.docker.old } : { containerd: b.containerd.old };
   const units = t.flavour === 'docker' ? 'containerd docker cri-docker kubelet' : 'containerd kubelet';

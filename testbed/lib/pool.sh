@@ -156,8 +156,9 @@ remove_pool_container() { # CONTAINER
   $BED_DOCKER rm -f -v "$1" >/dev/null 2>&1 && return 0
   local id; id=$($BED_DOCKER inspect -f '{{.Id}}' "$1" 2>/dev/null) || return 0
   # cgroup v1's freezer, or v2's cgroup.freeze.
+  # A cgroup may go while the loop runs (its processes end once thawed): not an error.
   find /sys/fs/cgroup -path "*$id*" \( -name freezer.state -o -name cgroup.freeze \) 2>/dev/null | while read -r f; do
-    case "$f" in *freezer.state) [ "$(cat "$f")" = THAWED ] || echo THAWED > "$f" ;; *) echo 0 > "$f" ;; esac
+    case "$f" in *freezer.state) s=$(cat "$f" 2>/dev/null) && [ "$s" != THAWED ] && echo THAWED 2>/dev/null > "$f" ;; *) echo 0 2>/dev/null > "$f" ;; esac || true
   done
   $BED_DOCKER rm -f -v "$1" >/dev/null
 }
