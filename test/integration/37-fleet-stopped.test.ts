@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectlJson, sh, waitFor } from './bed.js';
 import { lease } from './faults.js';
-import { pinnedDeployment } from './fixtures.js';
+import { bootOf, pinnedDeployment, slowSshdAtBoot, untilSshDown } from './fixtures.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { waitForAlert } from './prometheus.js';
 import { commandLine, configureBedFleet, containerdOn, newStack, residentKiB, type PulumiStack, type Started } from './pulumi.js';
@@ -173,11 +173,8 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
 
   it('Ctrl-C while the first node reboots (reboot: always): it stops there; the next up at once, the node still silent, says it reboots, waits for it and finishes both', async () => {
     hook.messages.length = 0;
-    // Its sshd starts 15 s late at each boot (a drop-in the pool's reset removes): the reboot leaves it silent that long.
-    const dropIn = '/etc/systemd/system/ssh.service.d/90-node-maint-test.conf';
-    await FIRST.sh(`mkdir -p /etc/systemd/system/ssh.service.d && printf '[Service]\\nExecStartPre=/bin/sleep 15\\n' > ${dropIn} && systemctl daemon-reload`);
-    const bootOf = async () => (await FIRST.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
-    const boot = await bootOf();
+    const dropIn = await slowSshdAtBoot(FIRST);
+    const boot = await bootOf(FIRST);
     await stack.set('reboot', 'always');
     try {
       const up = stack.start(['up', '--yes', '--skip-preview']);
@@ -189,7 +186,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
       await expectGone(providers, 60_000, 'the providers of the cancelled up to end');
       await expectStoppedRun(FIRST);
       // The next up while the node is on its new boot and its sshd not up yet: what the fleet reaches it by is silent.
-      await waitFor(async () => (await bootOf()) !== boot && (await FIRST.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${FIRST.name} rebooted, its sshd not up yet`);
+      await untilSshDown(FIRST, boot);
       const out = await nextUpFinishes(bed().containerd.new);
       expect(out).toMatch(new RegExp(`${FIRST.name}: rebooting \\(run [0-9a-f-]+, running: its reboot is under way; the run reads the node once it is back\\)`));
       expect(hook.messages.find((m) => m.event === 'node-finished' && m.node === FIRST.name)).toMatchObject({ result: 'rebooted' });

@@ -6,27 +6,19 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { bed, bedDocker, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
 import { expectServing, FAULTS_DIR, lease, report, type Target } from './faults.js';
-import { pinnedDeployment } from './fixtures.js';
+import { bootOf, pinnedDeployment, slowSshdAtBoot, testDropIn, untilSshDown } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
 // Reboots as a step of the run (kured's job): pool nodes reboot as machines do (`systemctl reboot` ends the node's
 // systemd, its container exits and docker starts it again: /run empty, /var and the host key kept). Each case ends
 // with a new boot identity (PID 1 started again: a container keeps the host's boot_id), the node Ready, schedulable,
 // proven and clean; or, when it does not come back, cordoned and said.
-const bootOf = async (t: Target) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
 const rebootArgs = (t: Target, extra: string[]) => [t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, '--reboot-timeout', '180s', ...extra];
 /** The containerd version the node has now (the reset puts the old one back). */
 const installed = async (t: Target) => (await t.sh("dpkg-query -W -f '${Version}' containerd")).trim();
 /** Waits for the node's container to answer again (after a reboot a test asked for, or a start). */
 const backUp = (t: Target) =>
   waitFor(async () => (await t.sh('systemctl is-system-running --wait >/dev/null 2>&1; systemctl is-active --quiet ssh && echo up').catch(() => '')).includes('up'), 180_000, `${t.name} up, its sshd too`);
-
-/** The node's sshd starts 15 s late at boot (a drop-in the pool's reset removes): a reboot leaves it silent that long. */
-const slowSshdAtBoot = (t: Target) =>
-  t.sh(`mkdir -p /etc/systemd/system/ssh.service.d && printf '[Service]\\nExecStartPre=/bin/sleep 15\\n' > /etc/systemd/system/ssh.service.d/90-node-maint-test.conf && systemctl daemon-reload`);
-/** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot): what the run reaches it by is silent. */
-const untilSshDown = (t: Target, boot: string) =>
-  waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${t.name} rebooted, its sshd not up yet`);
 
 describe('a reboot as a step of the run', () => {
   const ns = useNamespace();
@@ -183,8 +175,7 @@ describe('a reboot as a step of the run', () => {
     const { faulty, old } = bed().containerd;
     // A fault that outlives the reboot (the bed's switches live in /run): a drop-in under /etc writes the switch before
     // each start of kubelet. The pool's reset removes it.
-    const dropIn = '/etc/systemd/system/kubelet.service.d/90-node-maint-test.conf';
-    await t.sh(`mkdir -p ${dirname(dropIn)} && printf '[Service]\\nExecStartPre=/bin/sh -c "mkdir -p ${FAULTS_DIR} && echo ${faulty} > ${FAULTS_DIR}/kubelet-refuses-containerd"\\n' > ${dropIn} && systemctl daemon-reload`);
+    await testDropIn(t, 'kubelet.service', [`ExecStartPre=/bin/sh -c "mkdir -p ${FAULTS_DIR} && echo ${faulty} > ${FAULTS_DIR}/kubelet-refuses-containerd"`]);
     const boot = await bootOf(t);
     const result = await upgradeNode(rebootArgs(t, ['--to', `containerd=${faulty}`, '--reboot', '--ready-timeout', '60s']));
     expect(result.code, result.stderr).toBe(11);
@@ -202,8 +193,7 @@ describe('a reboot as a step of the run', () => {
   it.concurrent('a node that comes back with other host keys (re-imaged): exit 6 at once, nothing more sent, nothing rolled back, cordoned, said; with its keys back, the same command finishes', onLeasedNode('docker', async (t) => {
     const version = await installed(t);
     // Re-imaged: from its next boot on, new host keys replace the ones the bed installs (a drop-in the pool's reset removes).
-    const dropIn = '/etc/systemd/system/testbed-node.service.d/90-node-maint-test.conf';
-    await t.sh(`mkdir -p ${dirname(dropIn)} && printf '[Service]\\nExecStartPost=/bin/sh -c "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"\\n' > ${dropIn} && systemctl daemon-reload`);
+    const dropIn = await testDropIn(t, 'testbed-node.service', ['ExecStartPost=/bin/sh -c "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"']);
     let result;
     try {
       result = await upgradeNode(rebootArgs(t, ['--reboot']));

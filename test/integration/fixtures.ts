@@ -166,3 +166,23 @@ export async function crashAndCleanUp(t: TestNode, whileKubeletOff: () => Promis
     await t.sh(`systemctl enable --now ${held} >/dev/null 2>&1`);
   }
 }
+
+/**
+ * A systemd drop-in of the test's own for `unit`, under /etc (a reboot keeps it; the pool's reset removes every
+ * 90-node-maint-test.conf): its path. Lines hold no single quote.
+ */
+export async function testDropIn(t: TestNode, unit: string, lines: string[]): Promise<string> {
+  const path = `/etc/systemd/system/${unit}.d/90-node-maint-test.conf`;
+  await t.sh(`mkdir -p /etc/systemd/system/${unit}.d && printf '%s\\n' '[Service]' ${lines.map((l) => `'${l}'`).join(' ')} > ${path} && systemctl daemon-reload`);
+  return path;
+}
+
+/** The node's boot as a container node has it: PID 1's start (field 22 of /proc/1/stat; its container keeps the host's boot_id). */
+export const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
+
+/** The node's sshd starts 15 s late at each boot: a reboot leaves what the runbook reaches it by silent that long. */
+export const slowSshdAtBoot = (t: TestNode) => testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sleep 15']);
+
+/** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot). */
+export const untilSshDown = (t: TestNode, boot: string) =>
+  waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${t.name} rebooted, its sshd not up yet`);
