@@ -57,6 +57,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ...(state.runtimeReachable ? [] : ['the container runtime did not answer: sandboxes and containers unknown, so no reservation, cache entry, checkpoint, sandbox or network namespace was judged']),
     ...(pods ? [] : [`the pod list could not be read${input.podListError ? ` (${input.podListError})` : ''}: no pod IP, terminating pod or reservation claimed by a pod was judged`]),
     ...ipam.unverifiable,
+    ...(input.calico?.unverifiable ?? []),
     ...(input.unverifiable ?? []),
   ];
   return {

@@ -7,8 +7,8 @@ import { readNodeState } from '../node/state/index.js';
 import type { NodeState } from '../node/state/types.js';
 import type { Transport } from '../node/transport/types.js';
 import { auditNode } from './audit.js';
-import { calicoFindings } from './calico/index.js';
-import type { CalicoFindings } from './calico/types.js';
+import { detectCalicoLeaks, readCalicoView } from './calico/index.js';
+import type { CalicoView } from './calico/types.js';
 import type { AuditReport, IpamScope } from './types.js';
 import { readWhereaboutsView } from './whereabouts/read.js';
 import { whereaboutsRanges } from './whereabouts/ranges.js';
@@ -43,9 +43,9 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
       (items): Read<Pod[]> => ({ value: items }),
       (e: unknown): Read<Pod[]> => ({ error: messageOf(e) }),
     ),
-    calicoFindings(input.cluster, input.node, input.ipamScope).then(
-      (found): Read<CalicoFindings | undefined> => ({ value: found }),
-      (e: unknown): Read<CalicoFindings | undefined> => ({ error: messageOf(e) }),
+    readCalicoView(input.cluster, input.node, input.ipamScope).then(
+      (view): Read<CalicoView | undefined> => ({ value: view }),
+      (e: unknown): Read<CalicoView | undefined> => ({ error: messageOf(e) }),
     ),
   ]);
   // whereabouts' pools after the node's state, which says which ranges its networks use (most nodes: none).
@@ -62,7 +62,8 @@ export async function auditLiveNode(input: LiveAuditInput): Promise<{ report: Au
     podCidr: cidr,
     podCidrs: node.spec.podCIDRs ?? [],
     skipWaitForDeleteTimeoutSeconds: input.skipWaitForDeleteTimeoutSeconds,
-    calico: calico.value,
+    // Judged with the node's routing table: an address its blocks lend is reachable only past their blackhole.
+    calico: calico.value && detectCalicoLeaks(calico.value, input.node, state.routes),
     whereabouts: whereabouts.value,
     ipamScope: input.ipamScope,
     unverifiable: [

@@ -1,6 +1,8 @@
 import { getNode } from '../cluster/nodes.js';
 import { isPodReady } from '../cluster/pods.js';
 import { deletePod, createPod, getPod, podEvents, smokePodManifest, smokePodName } from '../cluster/smoke-pod.js';
+import { readCalicoView } from '../leaks/calico/index.js';
+import { describeCalicoAllocation, liveCalicoAllocation, stillAllocatedTo } from '../leaks/calico/proof.js';
 import { liveness } from '../leaks/liveness.js';
 import { liveAllocation } from '../leaks/whereabouts/detect.js';
 import { whereaboutsRanges } from '../leaks/whereabouts/ranges.js';
@@ -28,16 +30,23 @@ async function sandboxImage(ctx: RunContext, state: NodeState): Promise<string> 
 }
 
 /**
- * Where the node's IPAM recorded this IP for a live sandbox (not just a pod's claim): host-local's file, or the entry
- * of whereabouts' IPPool for this pod; undefined while there is none.
+ * Where the node's IPAM recorded this IP for a live sandbox (not just a pod's claim): host-local's file, the entry
+ * of whereabouts' IPPool for this pod, or calico-ipam's allocation in its block (its handle names the sandbox);
+ * undefined while there is none.
  */
 async function liveAllocationOf(ctx: RunContext, podRef: string, ip: string): Promise<string | undefined> {
   const state = await ctx.nodeState({ fresh: true });
   const live = liveness(state, []);
-  if ((await ctx.network()).ipam === 'whereabouts') {
+  const { ipam } = await ctx.network();
+  if (ipam === 'whereabouts') {
     const view = await readWhereaboutsView(ctx.cluster, whereaboutsRanges(state));
     const a = view && liveAllocation(view, live, podRef, ip);
     return a && `allocated in whereabouts pool ${a.namespace}/${a.pool} to live sandbox ${a.containerId.slice(0, 12)}`;
+  }
+  if (ipam === 'calico-ipam') {
+    const view = await readCalicoView(ctx.cluster, ctx.options.node);
+    const a = view && liveCalicoAllocation(view, live, ctx.options.node, podRef, ip);
+    return a && describeCalicoAllocation(a, ctx.options.node);
   }
   const r = state.ipam.flatMap((d) => d.reservations).find((x) => canonicalIp(x.ip) === canonicalIp(ip));
   return r && (live.sandboxIds.has(r.containerId) || live.attachedContainers.has(r.containerId)) ? `reserved in ${r.path}` : undefined;
@@ -45,7 +54,8 @@ async function liveAllocationOf(ctx: RunContext, podRef: string, ip: string): Pr
 
 /**
  * Proves the node before it takes pods: a smoke pod pinned to it must get a sandbox and an IP that the node's IPAM
- * (host-local's files, whereabouts' IPPools) has allocated to a live sandbox, then be torn down by the runtime; then the leak audit must come back clean. A failed
+ * (host-local's files, whereabouts' IPPools, calico-ipam's blocks) has allocated to a live sandbox, then be torn down
+ * by the runtime (calico-ipam's allocation released); then the leak audit must come back clean. A failed
  * proof before uncordon is rolled back; leaks hold the node cordoned (a downgrade would not free them).
  */
 export const proveNode: Step<ProvePlan> = {
@@ -73,6 +83,7 @@ export const proveNode: Step<ProvePlan> = {
     await removeSmokePod(ctx);
     const pod = await createPod(ctx.cluster, smokePodManifest({ name, namespace, node: options.node, image, runId: ctx.runId }));
     let proof = '';
+    let smokeIp = '';
     try {
       await waitUntil(
         `smoke pod ${namespace}/${name} to get a sandbox and an IP`,
@@ -89,6 +100,7 @@ export const proveNode: Step<ProvePlan> = {
           const allocation = await liveAllocationOf(ctx, `${namespace}/${name}`, ip);
           if (!allocation) return `IP ${ip}, but no allocation to a live sandbox for it yet (${(await ctx.network()).ipam})`;
           proof = `IP ${ip}, ${allocation}`;
+          smokeIp = ip;
           return true;
         },
         { timeoutMs: options.smokeTimeoutSeconds * 1000, intervalMs: 1_000, onChange: (seen) => ctx.progress(`smoke pod: ${seen}`), signal: ctx.stop },
@@ -99,6 +111,7 @@ export const proveNode: Step<ProvePlan> = {
     }
     ctx.progress(`smoke pod: ${proof}; deleting it`);
     await removeSmokePod(ctx);
+    if (smokeIp && (await ctx.network()).ipam === 'calico-ipam') proof += `, ${await calicoReleased(ctx, `${namespace}/${name}`, smokeIp)}`;
     const reported = await nodeReportsTargets(ctx);
     const report = await settledAudit(ctx);
     return `smoke pod got ${proof}; ${reported}; audit ${cleanSummary(report)}`;
@@ -109,6 +122,19 @@ export const proveNode: Step<ProvePlan> = {
     return 'smoke pod removed';
   },
 };
+
+/** The smoke pod's address given back by the plugin's DEL (calico-ipam releases by the sandbox's handle). */
+async function calicoReleased(ctx: RunContext, podRef: string, ip: string): Promise<string> {
+  await waitUntil(
+    `calico-ipam to release ${ip} of the smoke pod`,
+    async () => {
+      const view = await readCalicoView(ctx.cluster, ctx.options.node);
+      return view && !stillAllocatedTo(view, podRef, ip) ? true : `${ip} still allocated to ${podRef}`;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000, signal: ctx.stop },
+  );
+  return 'released by calico-ipam after';
+}
 
 /** kubelet's own report of the runtime it talks to must reach the targets (its next status sync may take a while). */
 async function nodeReportsTargets(ctx: RunContext): Promise<string> {

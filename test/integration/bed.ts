@@ -11,6 +11,8 @@ import type { Cluster } from '../../src/cluster/api.js';
 const exec = promisify(execFile);
 
 export type Flavour = 'docker' | 'containerd';
+/** A pool node's network: its runtime's own (kubenet on docker, bridge + host-local on containerd), or Calico's. */
+export type Network = 'default' | 'calico';
 
 export interface Testbed {
   kubeconfig: string;
@@ -29,7 +31,7 @@ export interface Testbed {
   /** new: Debian's docker.io repacked as a higher version, with the same fault hooks. */
   docker: { old: string; new: string };
   /** The pool's real nodes (testbed/lib/pool.sh): containers on the bed's dockerd, leased by tests (pool.ts). */
-  nodes: Array<{ name: string; flavour: Flavour; sshPort: number; container: string }>;
+  nodes: Array<{ name: string; flavour: Flavour; network: Network; sshPort: number; container: string }>;
   /** The bed's kind cluster (testbed/lib/kind.sh): its nodes are containers on the bed's dockerd. */
   kind: { name: string; kubeconfig: string; controlPlane: string; workers: string[]; bin: string } | null;
   /** The bed's Prometheus (testbed/lib/monitoring.sh), scraping node-exporter's textfile collector. */
@@ -40,6 +42,8 @@ export interface Testbed {
   cnitool: string;
   /** The whereabouts IPAM plugin (testbed/build/whereabouts.sh), copied onto a node whose network test 27 makes use it. */
   whereabouts: string;
+  /** Calico (testbed/lib/calico.sh): calicoctl, and the IPPool's CIDR the Calico nodes' pods get addresses from. */
+  calico: { calicoctl: string; pool: string };
 }
 
 export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
 import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { bed, bedDocker, kubectl, kubectlJson, waitFor, type Flavour } from './bed.js';
+import { bed, bedDocker, kubectl, kubectlJson, waitFor, type Flavour, type Network } from './bed.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
 // run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
@@ -15,6 +15,7 @@ const exec = promisify(execFile);
 export interface TestNode {
   name: string;
   flavour: Flavour;
+  network: Network;
   container: string;
   sshPort: number;
   /** The runbook's flags that reach it over SSH as the bed's non-root user. */
@@ -85,9 +86,13 @@ const holderOf = (name: string) => {
   }
 };
 
-/** What a file asks for: a node of a flavour, a node of either ('any': the test does not depend on the runtime), or a
- *  named resource of the bed ('resource:node-ipam'). */
-export type Wanted = Flavour | 'any' | `resource:${string}`;
+/** A pool node's kind: its flavour on its runtime's own network, or a Calico node of that flavour. */
+export type PoolKind = Flavour | `${Flavour}-calico`;
+const kindOf = (n: { flavour: Flavour; network: Network }): PoolKind => (n.network === 'calico' ? `${n.flavour}-calico` : n.flavour);
+
+/** What a file asks for: a node of a kind, a node of either flavour on its own network ('any': the test does not depend
+ *  on the runtime), or a named resource of the bed ('resource:node-ipam'). */
+export type Wanted = PoolKind | 'any' | `resource:${string}`;
 
 /** The kinds of things a request competes for: 'any' competes for both flavours. */
 const kinds = (wanted: Wanted[]) => [...new Set(wanted.flatMap((w) => (w === 'any' ? ['docker', 'containerd'] : [w])))];
@@ -145,10 +150,10 @@ function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update:
  */
 async function takeOne(want: Wanted, holder: string, taken: string[], barred = new Set<string>()): Promise<string | undefined> {
   if (barred.has(want)) return undefined;
-  const free = (f: Flavour) => bed().nodes.filter((n) => n.flavour === f && !taken.includes(n.name) && !holderOf(n.name)).length;
-  const both: Flavour[] = free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker'];
-  const flavours = want === 'any' ? both.filter((f) => !barred.has(f)) : [want as Flavour];
-  const candidates = want.startsWith('resource:') ? [want] : flavours.flatMap((f) => bed().nodes.filter((n) => n.flavour === f).map((n) => n.name));
+  const free = (k: PoolKind) => bed().nodes.filter((n) => kindOf(n) === k && !taken.includes(n.name) && !holderOf(n.name)).length;
+  const both: PoolKind[] = free('docker') >= free('containerd') ? ['docker', 'containerd'] : ['containerd', 'docker'];
+  const kinds = want === 'any' ? both.filter((k) => !barred.has(k)) : [want as PoolKind];
+  const candidates = want.startsWith('resource:') ? [want] : kinds.flatMap((k) => bed().nodes.filter((n) => kindOf(n) === k).map((n) => n.name));
   for (const c of candidates) if (!taken.includes(c) && (await tryLease(c, holder))) return c;
   return undefined;
 }
@@ -221,6 +226,7 @@ export function poolNode(name: string, ownNamespace = ''): TestNode {
   const t: TestNode = {
     name,
     flavour: n.flavour,
+    network: n.network,
     container: n.container,
     sshPort: n.sshPort,
     flags: ['--kubeconfig', b.kubeconfig, '--ssh-host', '127.0.0.1', '--ssh-port', String(n.sshPort), '--ssh-user', b.sshUser, '--ssh-key', b.sshKey, '--known-hosts', b.knownHosts],
@@ -308,7 +314,7 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
  * turn with every file's leases, resets it, runs the case on it and frees it. A file's cases so spread over as many
  * nodes as are free, and no node is held idle for a file's later cases.
  */
-export function onLeasedNode(wanted: Flavour | 'any', fn: (t: TestNode) => Promise<void>): () => Promise<void> {
+export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Promise<void>): () => Promise<void> {
   const file = callerFile();
   return async () => {
     const [name] = await leaseAll([wanted], file);
@@ -426,7 +432,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     rm -f /run/reboot-required /run/reboot-required.pkgs
     # .debs a killed run kept (about 100 MB each): an aging bed fills with them otherwise.
     rm -rf /var/lib/node-maint/backups/*/debs
-    find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist -delete
+    find /etc/cni/net.d -type f ! -name 10-containerd-net.conflist ! -name 10-calico.conflist ! -name calico-kubeconfig -delete
     # apt's source made to drop a version (test 50): the bed's repository again.
     if [ "$(cat /etc/apt/sources.list)" != 'deb [trusted=yes] file:/srv/debs ./' ] || ls /etc/apt/sources.list.d/nm-test-* >/dev/null 2>&1; then
       echo 'deb [trusted=yes] file:/srv/debs ./' > /etc/apt/sources.list; rm -rf /etc/apt/sources.list.d/nm-test-* /srv/nm-test-*; apt-get update -qq -o DPkg::Lock::Timeout=300 >/dev/null
@@ -454,15 +460,16 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     systemctl start ${units}`);
-  // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node.
-  for (const kind of ['blockaffinities', 'ipamblocks']) {
+  // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node. A
+  // Calico node's own blocks are calico-ipam's: its tests release what they leak.
+  for (const kind of t.network === 'calico' ? [] : ['blockaffinities', 'ipamblocks']) {
     for (const o of (await kubectlJson('get', `${kind}.crd.projectcalico.org`)).items) {
       if (o.spec.node === t.name || o.spec.affinity === `host:${t.name}`) await kubectl('delete', `${kind}.crd.projectcalico.org`, o.metadata.name, '--ignore-not-found');
     }
   }
   const node = await kubectlJson('get', 'node', t.name);
   const marks = Object.keys(node.metadata.labels ?? {})
-    .filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour'].includes(k)) || k === 'node-role.kubernetes.io/control-plane')
+    .filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour', 'node-maint.io/network'].includes(k)) || k === 'node-role.kubernetes.io/control-plane')
     .map((k) => `${k}-`);
   if (marks.length) await kubectl('label', 'node', t.name, ...marks);
   const notes = Object.keys(node.metadata.annotations ?? {}).filter((k) => k.startsWith('node-maint.io/')).map((k) => `${k}-`);

@@ -10,6 +10,11 @@ ETCD_VERSION=${ETCD_VERSION:-v3.5.21}
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 CNITOOL_VERSION=${CNITOOL_VERSION:-v1.1.2}
 WHEREABOUTS_VERSION=${WHEREABOUTS_VERSION:-v0.9.2}
+# Calico 3.28: the one pseudo-version of the calico monorepo the proxy serves (a commit on release-v3.28); its api
+# module, which the proxy refuses, from the third-party source the project keeps beside the repository.
+CALICO_VERSION=${CALICO_VERSION:-v1.11.0-cni-plugin.0.20250813170300-a0db560f0520}
+CALICO_API_TARBALL=${CALICO_API_TARBALL:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/shared/third-party/calico-api-a0db560f0520.tar.gz}
+[ -f "$CALICO_API_TARBALL" ] || CALICO_API_TARBALL=/work/shared/third-party/calico-api-a0db560f0520.tar.gz
 # @pulumi/kubernetes (package.json pins the same) and the provider module's one served pseudo-version, its v4.25.0.
 PULUMI_KUBERNETES_VERSION=${PULUMI_KUBERNETES_VERSION:-4.25.0}
 PULUMI_KUBERNETES_PROVIDER_MODULE=${PULUMI_KUBERNETES_PROVIDER_MODULE:-v4.0.0-20260115033456-f47bc2d6f199}

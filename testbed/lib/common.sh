@@ -16,6 +16,9 @@ WHEREABOUTS_BIN="$TESTBED_CACHE/bin/whereabouts-$WHEREABOUTS_VERSION"
 # Its IPPool and OverlappingRangeIPReservation CRDs, as its module ships them.
 WHEREABOUTS_CRDS="$GOMODCACHE/github.com/k8snetworkplumbingwg/whereabouts@$WHEREABOUTS_VERSION/doc/crds"
 ETCD_BIN="$TESTBED_CACHE/bin/etcd-$ETCD_VERSION"
+# Calico's CNI plugin (calico, calico-ipam) and calicoctl; its CRDs and manifests as its module ships them.
+CALICO_BIN="$TESTBED_CACHE/bin/calico-$CALICO_VERSION"
+CALICO_MODULE="$GOMODCACHE/github.com/projectcalico/calico@$CALICO_VERSION"
 KIND_BIN="$TESTBED_CACHE/bin/kind-$KIND_VERSION"
 KUBEADM_BIN="$TESTBED_CACHE/bin/kubeadm-$K8S_VERSION"
 # kind's node files (its entrypoint, kubelet slice, sysctl settings), as its module ships them: the kind image and

@@ -1,23 +1,26 @@
 # The pool of real nodes: containers on the bed's own dockerd, each a node as kind makes them (real systemd, kind's
 # entrypoint, a real kubelet 1.32) joined to the bed's control plane, with sshd, the local apt repository and its
-# runtime packages held. Two flavours:
+# runtime packages held. Two flavours (runtimes), each also as a Calico node:
 #   docker-node-N:     dockerd + cri-dockerd with kubenet (the field reports' nodes), containerd under dockerd
 #   containerd-node-N: Debian's containerd as kubelet's CRI runtime, bridge + host-local from its CNI template
+#   docker-calico-node-N, containerd-calico-node-N: the same runtimes with Calico's CNI plugin and calico-ipam
+#     (testbed/lib/calico.sh; cri-dockerd with --network-plugin=cni)
 # Each has no network but its own (node IP on a port-less bridge), reaches the apiserver through a unix socket the bed
 # forwards, and is reached by SSH through a relay on 127.0.0.1 that enters its network namespace. Tests lease nodes
 # from the pool (test/integration/pool.ts), so files run side by side, each on nodes of its own.
 POOL_PREFIX=tb-
-POOL_DOCKER_SSH_BASE=2310
-POOL_CONTAINERD_SSH_BASE=2340
+# A pool node's kind: its flavour (runtime), and -calico for a Calico node.
+POOL_KINDS="docker containerd docker-calico containerd-calico"
 
 raise_inotify_limits() {
   [ "$(sysctl -n fs.inotify.max_user_instances)" -ge 8192 ] || sysctl -qw fs.inotify.max_user_instances=8192
   [ "$(sysctl -n fs.inotify.max_user_watches)" -ge 1048576 ] || sysctl -qw fs.inotify.max_user_watches=1048576
 }
 
-pool_node_name() { echo "$1-node-$2"; }          # FLAVOUR INDEX
-pool_ssh_port() { if [ "$1" = docker ]; then echo $((POOL_DOCKER_SSH_BASE + $2)); else echo $((POOL_CONTAINERD_SSH_BASE + $2)); fi; }
-pool_node_ip() { if [ "$1" = docker ]; then echo "10.99.1.$2"; else echo "10.99.2.$2"; fi; }
+pool_node_name() { echo "$1-node-$2"; }          # KIND INDEX
+pool_kind_number() { case "$1" in docker) echo 1 ;; containerd) echo 2 ;; docker-calico) echo 3 ;; containerd-calico) echo 4 ;; esac; }
+pool_ssh_port() { echo $((2280 + 30 * $(pool_kind_number "$1") + $2)); }   # docker 2311.., containerd 2341.., then 2371.., 2401..
+pool_node_ip() { echo "10.99.$(pool_kind_number "$1").$2"; }
 
 # The pause and busybox images every node loads into its runtime at boot (nothing can be pulled here).
 pool_images_tar() {
@@ -74,14 +77,21 @@ build_pool_image() { # FLAVOUR
   rm -rf "$stage"
 }
 
-start_pool_node() { # FLAVOUR INDEX
-  local flavour=$1 i=$2 node; node=$(pool_node_name "$1" "$2")
-  local c="$POOL_PREFIX$node" etc="$TB_STATE/pool/$node" port; port=$(pool_ssh_port "$flavour" "$i")
+start_pool_node() { # KIND INDEX
+  local kind=$1 i=$2 node; node=$(pool_node_name "$1" "$2")
+  local flavour=${kind%-calico} c="$POOL_PREFIX$node" etc="$TB_STATE/pool/$node" port; port=$(pool_ssh_port "$kind" "$i")
   local image; image=$(pool_image_tag "$flavour")
   mkdir -p "$etc"
   echo "$node" > "$etc/node-name"
-  pool_node_ip "$flavour" "$i" > "$etc/node-ip"
+  pool_node_ip "$kind" "$i" > "$etc/node-ip"
   echo "$flavour" > "$etc/flavour"
+  # A Calico node: what calico-node's install-cni would give the plugin (node-setup puts it in place at boot), and the
+  # plugin's binaries mounted from the bed's build.
+  local calico=()
+  if [ "$kind" != "$flavour" ]; then
+    echo calico > "$etc/network"; install -m 0600 "$CALICO_KUBECONFIG" "$etc/calico-kubeconfig"
+    calico=(-v "$CALICO_BIN:/opt/testbed-calico:ro")
+  fi
   make_cert "node-$node" "/O=system:nodes/CN=system:node:$node"
   write_kubeconfig "$etc/kubeconfig" "node-$node" "https://127.0.0.1:6443"
   install -m 0644 "$TB_PKI/ca.crt" "$etc/ca.crt"
@@ -92,7 +102,7 @@ start_pool_node() { # FLAVOUR INDEX
   # A container made from another image, mounts or settings than this up would use is replaced, not reused (a
   # directory deleted and made again at the same path leaves the container's mount on the deleted one: hence inodes).
   local cfg; cfg=$(printf '%s\n' "$image" "$LOCAL_APT_REPO" "$TEXTFILE_DIR" "$(declare -f start_pool_node)" "$(cat "$etc"/*)" \
-    "$(stat -c '%d:%i' "$etc" "$LOCAL_APT_REPO" "$TB_RUN/api" "$TEXTFILE_DIR")" | sha256sum | cut -c1-12)
+    "$(stat -c '%d:%i' "$etc" "$LOCAL_APT_REPO" "$TB_RUN/api" "$TEXTFILE_DIR")" "${calico[*]}" | sha256sum | cut -c1-12)
   if [ "$($BED_DOCKER inspect -f '{{index .Config.Labels "node-maint-testbed/config"}}' "$c" 2>/dev/null)" != "$cfg" ]; then
     remove_pool_container "$c"
     # A node replaced is a node new to the cluster: its old Node object (and its pods) go with it.
@@ -108,7 +118,7 @@ start_pool_node() { # FLAVOUR INDEX
       --tmpfs /tmp --tmpfs /run -v /var -v /lib/modules:/lib/modules:ro --network none \
       --label node-maint-testbed=pool --label "node-maint-testbed/flavour=$flavour" --label "node-maint-testbed/config=$cfg" \
       -v "$etc:/etc/testbed:ro" -v "$LOCAL_APT_REPO:/srv/debs:ro" -v "$TB_RUN/api:/opt/testbed-api" \
-      -v "$TEXTFILE_DIR:/var/lib/prometheus/node-exporter" \
+      -v "$TEXTFILE_DIR:/var/lib/prometheus/node-exporter" "${calico[@]}" \
       "$image" >/dev/null
   elif [ "$($BED_DOCKER inspect -f '{{.State.Running}}' "$c")" != true ] && ! powered_off "$node"; then
     $BED_DOCKER start "$c" >/dev/null
@@ -126,25 +136,26 @@ start_api_socket() {
 # A node a test powered off (a machine that does not come back from its reboot) stays off, whatever up runs meanwhile.
 powered_off() { [ -e "$TB_RUN/powered-off/$1" ]; }
 
-start_pool() { # DOCKER_NODES CONTAINERD_NODES
+# How many nodes of a kind the pool has: DOCKER CONTAINERD CALICO (Calico nodes of each runtime).
+pool_count() { case "$1" in docker) echo "$2" ;; containerd) echo "$3" ;; *) echo "$4" ;; esac; }
+
+start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
   start_api_socket
   build_pool_image docker
-  local f i n
-  for f in docker containerd; do
-    n=$1; [ "$f" = containerd ] && n=$2
-    for i in $(seq 1 "$n"); do start_pool_node "$f" "$i"; done
+  local k i
+  for k in $POOL_KINDS; do
+    for i in $(seq 1 "$(pool_count "$k" "$@")"); do start_pool_node "$k" "$i"; done
   done
-  for f in docker containerd; do
-    n=$1; [ "$f" = containerd ] && n=$2
-    for i in $(seq 1 "$n"); do
-      powered_off "$(pool_node_name "$f" "$i")" || wait_for "$(pool_node_name "$f" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$f" "$i")"
+  for k in $POOL_KINDS; do
+    for i in $(seq 1 "$(pool_count "$k" "$@")"); do
+      powered_off "$(pool_node_name "$k" "$i")" || wait_for "$(pool_node_name "$k" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$k" "$i")"
     done
   done
   # Nodes of a larger pool before (testbed/up with fewer nodes now) go.
-  local c
+  local c n
   for c in $($BED_DOCKER ps -a --filter label=node-maint-testbed=pool --format '{{.Names}}'); do
-    n=${c#"$POOL_PREFIX"}; f=${n%%-node-*}; i=${n##*-}
-    if { [ "$f" = docker ] && [ "$i" -gt "$1" ]; } || { [ "$f" = containerd ] && [ "$i" -gt "$2" ]; }; then
+    n=${c#"$POOL_PREFIX"}; k=${n%%-node-*}; i=${n##*-}
+    if [ "$i" -gt "$(pool_count "$k" "$@")" ]; then
       remove_pool_container "$c"; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
     fi
   done

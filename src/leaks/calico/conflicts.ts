@@ -1,11 +1,16 @@
+import { routeFor, type Route } from '../../node/cni/routes.js';
 import type { Finding } from '../types.js';
 import { allocatedPod, allocationOf, blockFinder } from './blocks.js';
 import { affineNode, type CalicoView } from './types.js';
 
 // Seed 004: a pod uses an address of a block affine to another node, and that node's blackhole route for the block
-// swallows its traffic. Reported on both nodes involved: each one's routing is part of it.
-export function detectIpConflicts(view: CalicoView, node: string): Finding[] {
+// swallows its traffic. Reported on both nodes involved: each one's routing is part of it. A borrow (strictAffinity
+// false: the borrower's blocks were full) is recorded in the lender's block for the pod; it is a conflict only where
+// the lender routes the address to its blackhole, which this node's audit reads in its own routing table (`routes`,
+// undefined when it could not be read: then such a borrow is said unverified, never taken for reachable).
+export function detectIpConflicts(view: CalicoView, node: string, routes: Route[] | undefined): { findings: Finding[]; unverifiable: string[] } {
   const findings: Finding[] = [];
+  const unverifiable: string[] = [];
   const blockOf = blockFinder(view.blocks);
   for (const [ip, user] of view.podIps) {
     const block = blockOf(ip);
@@ -15,9 +20,21 @@ export function detectIpConflicts(view: CalicoView, node: string): Finding[] {
     const allocation = allocationOf(block, ip);
     const recorded = allocation ? allocatedPod(allocation.attribute) : undefined;
     const recordedNode = allocation?.attribute.secondary?.node;
-    // A borrow (strictAffinity false) is recorded in the lender's block under this pod and node, and the borrower's
-    // /32 route beats the lender's blackhole; an address the block does not record for this pod has neither.
-    if (recorded === user.pod && (!recordedNode || recordedNode === user.node)) continue;
+    if (recorded === user.pod && (!recordedNode || recordedNode === user.node)) {
+      // The lender's pods reach the borrower only by a route more specific than the block's blackhole (BGP's /32).
+      if (owner !== node) continue;
+      const route = routes && routeFor(routes, ip);
+      if (!routes) unverifiable.push(`${ip} of block ${block.spec.cidr} is lent to pod ${user.pod} on ${user.node}, and ${node}'s routes could not be read: whether its pods reach it was not checked`);
+      else if (route?.type === 'blackhole') {
+        findings.push({
+          class: 'calico-ip-conflict',
+          severity: 'leak',
+          message: `${ip} of pod ${user.pod} on ${user.node} is borrowed from block ${block.spec.cidr}, affine to ${node}, whose route for it is \`${route.text}\`: ${node}'s pods cannot reach it`,
+          evidence: { ip, pod: user.pod, podNode: user.node, blockNode: owner, block: block.metadata.name, cidr: block.spec.cidr, recordedFor: recorded, borrowed: true, route: route.text },
+        });
+      }
+      continue;
+    }
     const gone = !view.nodes.has(owner);
     findings.push({
       class: 'calico-ip-conflict',
@@ -26,5 +43,5 @@ export function detectIpConflicts(view: CalicoView, node: string): Finding[] {
       evidence: { ip, pod: user.pod, podNode: user.node, blockNode: owner, block: block.metadata.name, cidr: block.spec.cidr, recordedFor: recorded ?? null },
     });
   }
-  return findings;
+  return { findings, unverifiable };
 }

@@ -1,4 +1,5 @@
 import { addressAt } from '../../node/cni/host-local.js';
+import type { Route } from '../../node/cni/routes.js';
 import type { Finding } from '../types.js';
 import { allocatedPod } from './blocks.js';
 import { detectIpConflicts } from './conflicts.js';
@@ -6,11 +7,14 @@ import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, t
 
 // Leak class 6: Calico IPAM in the Kubernetes datastore. Pure, over one read of the CRDs and the pods.
 // A node's findings are the addresses of its blocks and the pods on it; what no one node owns (affinities of removed
-// nodes, handles with no IP) is cluster-wide: judged only from the whole view, and it fails no node's audit.
-export function detectCalicoLeaks(view: CalicoView, node: string): CalicoFindings {
+// nodes, handles with no IP) is cluster-wide: judged only from the whole view, and it fails no node's audit. `routes`
+// is the node's routing table (undefined: not read), for the addresses its blocks lend to pods elsewhere.
+export function detectCalicoLeaks(view: CalicoView, node: string, routes?: Route[]): CalicoFindings {
+  const conflicts = detectIpConflicts(view, node, routes);
   return {
-    node: [...detectLeakedIps(view, node), ...detectIpConflicts(view, node)],
+    node: [...detectLeakedIps(view, node), ...conflicts.findings],
     cluster: view.whole ? [...detectOrphanAffinities(view, view.whole.affinities), ...detectLeakedHandles(view, view.whole.handles)] : [],
+    unverifiable: conflicts.unverifiable,
   };
 }
 

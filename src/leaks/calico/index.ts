@@ -4,6 +4,7 @@ import { listAll } from '../../cluster/list.js';
 import { servesGroup } from '../../cluster/groups.js';
 import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
+import type { Route } from '../../node/cni/routes.js';
 import { allocatedPod, blockFinder } from './blocks.js';
 import type { IpamScope } from '../types.js';
 import { detectCalicoLeaks } from './detect.js';
@@ -100,9 +101,9 @@ function ipMap(pods: Pod[]): CalicoView['podIps'] {
 }
 
 /** Calico IPAM findings for a node (and, cluster-wide, for the cluster); undefined when the cluster has no Calico CRDs. */
-export async function calicoFindings(cluster: Cluster, node: string, scope: IpamScope = 'node'): Promise<CalicoFindings | undefined> {
+export async function calicoFindings(cluster: Cluster, node: string, scope: IpamScope = 'node', routes?: Route[]): Promise<CalicoFindings | undefined> {
   const view = await readCalicoView(cluster, node, scope);
-  return view && detectCalicoLeaks(view, node);
+  return view && detectCalicoLeaks(view, node, routes);
 }
 
 export { detectCalicoLeaks };

@@ -52,4 +52,6 @@ export const affineNode = (block: IpamBlock) => (block.spec.affinity?.startsWith
 export interface CalicoFindings {
   node: Finding[];
   cluster: Finding[];
+  /** What could not be judged (a lent address while the node's routes were unread). */
+  unverifiable?: string[];
 }

@@ -15,13 +15,15 @@ export interface NetworkInfo {
 }
 
 /** The IPAMs whose allocations the proof before uncordon and the leak audit can read: host-local's files on the node,
- * whereabouts' IPPools in the API. */
-export const READABLE_IPAMS: readonly string[] = ['host-local', 'whereabouts'];
+ * whereabouts' IPPools and calico-ipam's blocks in the API (Calico's Kubernetes datastore). */
+export const READABLE_IPAMS: readonly string[] = ['host-local', 'whereabouts', 'calico-ipam'];
 
-type PluginConf = { type?: string; ipam?: { type?: string } };
+type PluginConf = { type?: string; ipam?: { type?: string }; datastore_type?: string };
 
 function ipamOf(plugins: PluginConf[]): string {
   const withIpam = plugins.find((p) => typeof p.ipam?.type === 'string');
+  // Calico keeps its IPAM in the API only with the Kubernetes datastore; its plugin's default is etcd.
+  if (withIpam?.ipam?.type === 'calico-ipam' && withIpam.datastore_type !== 'kubernetes') return 'calico-ipam (etcd datastore)';
   if (withIpam) return withIpam.ipam!.type!;
   return plugins[0]?.type ? `plugin ${plugins[0].type}` : '';
 }

@@ -3,6 +3,7 @@ import { parseCacheEntry } from '../cni/cache.js';
 import { setAsideForeign } from '../cni/owners.js';
 import { cleanVersions, parsePackageDb } from '../packages/index.js';
 import { parseReservation } from '../cni/host-local.js';
+import { parseRoute, type Route } from '../cni/routes.js';
 import { parseCheckpoint } from '../runtime/checkpoint.js';
 import { parseCrictlContainers, parseCrictlPods } from '../runtime/crictl.js';
 import { parseDockerContainers, parseDockerPids } from '../runtime/docker.js';
@@ -95,6 +96,7 @@ export function parseNodeState(output: string): NodeState {
     netns: netnsLines.map(([name]) => name!),
     netnsActivity: Object.fromEntries(netnsLines.map(([name, age, pids]) => [name!, { ageSeconds: Number(age ?? 0), processes: Number(pids ?? 0) }])),
     veths: (one('links')?.lines ?? []).map(parseVethLine).filter((v): v is { name: string; master: string | null } => v !== null),
+    routes: parseRoutes(one('routes')?.lines ?? []),
     backups: one('backups')?.lines.filter((l) => l !== '') ?? [],
   };
   state.packageDb = parsePackageDb(one('packages')?.lines ?? [], one('dpkg-locks')?.lines ?? [], (one('dpkg-journal')?.lines ?? []).includes('interrupted'));
@@ -172,6 +174,13 @@ function addDirectory(state: NodeState, dir: string, files: StateFile[]): void {
     const kind = dir === STATE_DIRS.checkpoints.dockershim ? 'dockershim' : 'cri-dockerd';
     state.checkpoints.push(...files.map((f) => parseCheckpoint(kind, f.path, f.name, f.content, f.mtime)));
   }
+}
+
+/** The routes, or undefined when `ip` did not finish (no "ok" line): unread, never "none". */
+function parseRoutes(lines: string[]): Route[] | undefined {
+  const read = lines.filter((l) => l !== '');
+  if (read.at(-1) !== 'ok') return undefined;
+  return read.slice(0, -1).map(parseRoute).filter((r): r is Route => r !== undefined);
 }
 
 function parseVethLine(line: string): { name: string; master: string | null } | null {

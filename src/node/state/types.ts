@@ -1,4 +1,6 @@
 // The node's state as one round trip brings it back. Pure data: detectors and planners work on this.
+import type { Route } from '../cni/routes.js';
+
 export type RuntimeFlavor = 'cri-dockerd' | 'dockershim' | 'containerd' | 'unknown';
 export type NetworkMode = 'kubenet' | 'cni' | 'calico' | 'unknown';
 
@@ -147,5 +149,7 @@ export interface NodeState {
   /** Per pinned netns: seconds since it was pinned and how many processes live in it. */
   netnsActivity: Record<string, { ageSeconds: number; processes: number }>;
   veths: Array<{ name: string; master: string | null }>;
+  /** The IPv4 main routing table; undefined when it could not be read. */
+  routes?: Route[];
   backups: string[];
 }

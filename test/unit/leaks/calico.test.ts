@@ -4,6 +4,9 @@ import { ApiError, type Cluster } from '../../../src/cluster/api.js';
 import { detectCalicoLeaks } from '../../../src/leaks/calico/detect.js';
 import { calicoFindings } from '../../../src/leaks/calico/index.js';
 import type { AllocationAttribute, BlockAffinity, CalicoView, IpamBlock, IpamHandle } from '../../../src/leaks/calico/types.js';
+import { liveness } from '../../../src/leaks/liveness.js';
+import { liveCalicoAllocation, stillAllocatedTo } from '../../../src/leaks/calico/proof.js';
+import { parseRoute, routeFor } from '../../../src/node/cni/routes.js';
 import { emptyState } from './state-builder.js';
 
 // Calico IPAM as its CNI plugin writes it: a block's allocations[ordinal] indexes attributes, whose secondary names
@@ -59,6 +62,43 @@ describe('Calico IPAM', () => {
     expect(onB.length).toBe(conflict ? 1 : 0);
     expect(onA.length).toBe(conflict ? 1 : 0);
     if (conflict) expect(onB[0]!.evidence).toMatchObject({ ip: '10.244.1.5', pod: 'demo/p', podNode: 'b', blockNode: 'a' });
+  });
+
+  describe('a borrow, judged by the lender\'s routes (seed 004: its blackhole for the block swallows the borrower\'s traffic)', () => {
+    // Pod p on b holds 10.244.1.5, borrowed from a's block, which records it for p on b.
+    const v = view([block('10.244.1.0/26', 'a', 64, [{ ordinal: 5, pod: 'p', node: 'b' }])], [['10.244.1.5', 'p', 'b']]);
+    const blackhole = parseRoute('blackhole 10.244.1.0/26 proto bird')!;
+    it.each([
+      ['the block\'s blackhole alone (no BGP /32 for the borrowed address)', [blackhole, parseRoute('default via 10.0.0.1 dev eth0')!], 1],
+      ['the blackhole and bird\'s /32 to the borrower', [blackhole, parseRoute('10.244.1.5 via 10.0.0.2 dev eth0 proto bird')!], 0],
+      ['no route for the block at all', [parseRoute('10.99.0.0/16 dev eth0 proto kernel scope link src 10.99.0.1')!], 0],
+    ])('with %s: %s conflict on the lender', (_, routes, n) => {
+      const found = detectCalicoLeaks(v, 'a', routes);
+      expect(found.node.map((f) => [f.class, f.evidence.ip, f.evidence.podNode, f.evidence.borrowed])).toEqual(n ? [['calico-ip-conflict', '10.244.1.5', 'b', true]] : []);
+      if (n) expect(found.node[0]!.message).toBe("10.244.1.5 of pod demo/p on b is borrowed from block 10.244.1.0/26, affine to a, whose route for it is `blackhole 10.244.1.0/26 proto bird`: a's pods cannot reach it");
+      // The borrower's own routes do not decide it: its pod is reached by its own /32.
+      expect(detectCalicoLeaks(v, 'b', [blackhole]).node).toEqual([]);
+    });
+    it('is unverifiable, not reachable, when the lender\'s routes could not be read', () => {
+      const found = detectCalicoLeaks(v, 'a', undefined);
+      expect(found.node).toEqual([]);
+      expect(found.unverifiable).toEqual(["10.244.1.5 of block 10.244.1.0/26 is lent to pod demo/p on b, and a's routes could not be read: whether its pods reach it was not checked"]);
+      expect(auditNode({ node: 'a', state: emptyState({ services: {} }), pods: [], calico: found }).verdict).toBe('unverifiable');
+    });
+  });
+
+  it('reads the smoke pod\'s allocation as calico-ipam wrote it: its handle names a live sandbox; borrowed when the block is another node\'s', () => {
+    const b = block('10.244.1.0/26', 'a', 64, [{ ordinal: 7, pod: 'smoke', node: 'a' }]);
+    b.spec.attributes[0]!.handle_id = `k8s-pod-network.${'f'.repeat(64)}`;
+    const live = (ids: string[]) => ({ ...liveness(emptyState({ services: {} }), []), sandboxIds: new Set(ids) });
+    const v = view([b], []);
+    expect(liveCalicoAllocation(v, live(['f'.repeat(64)]), 'a', 'demo/smoke', '10.244.1.7')).toEqual({ cidr: '10.244.1.0/26', blockNode: 'a', borrowed: false, handle: `k8s-pod-network.${'f'.repeat(64)}`, sandboxId: 'f'.repeat(64) });
+    expect(liveCalicoAllocation(v, live(['f'.repeat(64)]), 'b', 'demo/smoke', '10.244.1.7')?.borrowed).toBe(true);
+    // A sandbox the runtime does not know, another pod, an address the block records as free: no proof.
+    expect(liveCalicoAllocation(v, live([]), 'a', 'demo/smoke', '10.244.1.7')).toBeUndefined();
+    expect(liveCalicoAllocation(v, live(['f'.repeat(64)]), 'a', 'demo/other', '10.244.1.7')).toBeUndefined();
+    expect(liveCalicoAllocation(v, live(['f'.repeat(64)]), 'a', 'demo/smoke', '10.244.1.8')).toBeUndefined();
+    expect([stillAllocatedTo(v, 'demo/smoke', '10.244.1.7'), stillAllocatedTo(view([block('10.244.1.0/26', 'a', 64, [])], []), 'demo/smoke', '10.244.1.7')]).toEqual([true, false]);
   });
 
   it('keeps a conflict between two other nodes out of a third node\'s audit', () => {
@@ -118,7 +158,7 @@ describe('reading Calico IPAM from the API', () => {
 
   it('reads no cluster-wide list but the affinities, and nothing else where there is no affinity', async () => {
     const { cluster, asked } = calicoCluster([], [], [['10.244.1.5', 'p', 'b']]);
-    expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [] });
+    expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [], unverifiable: [] });
     expect(asked.filter((p) => !p.includes('fieldSelector'))).toEqual(['/apis/crd.projectcalico.org/v1', '/apis/crd.projectcalico.org/v1/blockaffinities']);
   });
 
@@ -148,5 +188,18 @@ describe('reading Calico IPAM from the API', () => {
     const findings = await calicoFindings(cluster, 'a', 'cluster');
     expect(findings!.node.map((f) => `${f.class} ${f.evidence.ip}`)).toEqual(['calico-ip-conflict 10.244.1.5']);
     expect(asked.lastIndexOf('/api/v1/pods')).toBeGreaterThan(asked.lastIndexOf('/apis/crd.projectcalico.org/v1/ipamblocks'));
+  });
+});
+
+describe('the node\'s routes', () => {
+  it('parses ip\'s lines and picks the longest prefix, as the kernel does', () => {
+    const routes = ['default via 10.0.0.1 dev eth0', 'blackhole 10.233.64.0/26 proto bird', '10.233.64.3 dev cali1a2b3c4d5e6 scope link', 'unreachable 10.9.0.0/16', 'garbage line']
+      .map(parseRoute)
+      .filter((r) => r !== undefined);
+    expect(routes.map((r) => [r.dest, r.type])).toEqual([['0.0.0.0/0', 'unicast'], ['10.233.64.0/26', 'blackhole'], ['10.233.64.3/32', 'unicast'], ['10.9.0.0/16', 'unreachable']]);
+    expect(routeFor(routes, '10.233.64.3')?.text).toBe('10.233.64.3 dev cali1a2b3c4d5e6 scope link');
+    expect(routeFor(routes, '10.233.64.4')?.type).toBe('blackhole');
+    expect(routeFor(routes, '192.168.1.1')?.dest).toBe('0.0.0.0/0');
+    expect(routeFor(routes.slice(1), '192.168.1.1')).toBeUndefined();
   });
 });

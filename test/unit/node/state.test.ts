@@ -155,12 +155,15 @@ describe('who allocates pod IPs, and whether the proof can read it', () => {
   const net = (content: string) => detectNetwork(withConf(content), 'containerd');
   it('reads the IPAM the first config names, or the plugin that allocates itself', () => {
     expect(net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts","range":"10.1.0.0/16"}}]}')).toMatchObject({ networkName: 'w', ipam: 'whereabouts' });
-    expect(net('{"name":"k8s-pod-network","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}},{"type":"portmap"}]}')).toMatchObject({ mode: 'calico', ipam: 'calico-ipam' });
+    expect(net('{"name":"k8s-pod-network","plugins":[{"type":"calico","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"}},{"type":"portmap"}]}')).toMatchObject({ mode: 'calico', ipam: 'calico-ipam' });
+    // The plugin's default datastore is etcd: its IPAM is not in the API.
+    expect(net('{"name":"k8s-pod-network","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}')).toMatchObject({ mode: 'calico', ipam: 'calico-ipam (etcd datastore)' });
     expect(net('{"name":"cilium","plugins":[{"type":"cilium-cni"}]}')).toMatchObject({ ipam: 'plugin cilium-cni' });
     expect(net('{"cniVersion":"0.3.1","name":"single","type":"bridge","ipam":{"type":"host-local","subnet":"10.0.0.0/24"}}')).toMatchObject({ ipam: 'host-local' });
   });
   it('refuses an IPAM it cannot read unless the weaker proof is asked for, naming it and the flag', () => {
-    expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}'), 'ipam')).toMatch(/^n's CNI network c allocates pod IPs with the calico-ipam IPAM, which node-maint cannot read \(it reads host-local, whereabouts\): .* give --proof network-only/);
+    expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}'), 'ipam')).toMatch(/^n's CNI network c allocates pod IPs with the calico-ipam \(etcd datastore\) IPAM, which node-maint cannot read \(it reads host-local, whereabouts, calico-ipam\): .* give --proof network-only/);
+    expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"}}]}'), 'ipam')).toBeUndefined();
     expect(ipamRefusal('n', net('{"name":"w","plugins":[{"type":"macvlan","ipam":{"type":"whereabouts"}}]}'), 'ipam')).toBeUndefined();
     expect(ipamRefusal('n', net('{"name":"cilium","plugins":[{"type":"cilium-cni"}]}'), 'ipam')).toContain('with the cilium-cni plugin itself (no ipam section)');
     expect(ipamRefusal('n', net('{"name":"c","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}'), 'network-only')).toBeUndefined();
