@@ -56,15 +56,23 @@ export function upgradePermissions(namespace: string, calico: boolean, whereabou
   ];
 }
 
+/** What `--cluster-wide` reads of Calico on top: every block, handle and node (affinities of removed nodes, empty handles). */
+const CALICO_CLUSTER_PERMISSIONS: Permission[] = [
+  { verb: 'list', group: 'crd.projectcalico.org', resource: 'ipamblocks' },
+  { verb: 'list', group: 'crd.projectcalico.org', resource: 'ipamhandles' },
+  { verb: 'list', group: '', resource: 'nodes' },
+];
+
 /**
  * What audit-node --reclaim asks of the API: the audit's reads, the node's Lease (it holds it as a run does), and the
  * writes that release Calico's and whereabouts' records where the cluster serves them. A run never needs those writes:
- * runbooks/rbac.yaml grants them to a ServiceAccount of reclaim's own.
+ * runbooks/rbac.yaml grants them to a ServiceAccount of reclaim's own. On Calico a node's read gets the pods its blocks
+ * name by name (a pod on another node, a borrower); `--cluster-wide` lists the rest.
  */
-export function reclaimPermissions(namespace: string, calico: boolean, whereabouts: boolean): Permission[] {
+export function reclaimPermissions(namespace: string, calico: boolean, whereabouts: boolean, scope: 'node' | 'cluster' = 'node'): Permission[] {
   const writes = (group: string, resources: string[], verbs: string[]) => resources.flatMap((resource) => verbs.map((verb) => ({ verb, group, resource, write: true })));
   return [
-    ...(calico ? [...CALICO_PERMISSIONS, ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
+    ...(calico ? [...CALICO_PERMISSIONS, { verb: 'get', group: '', resource: 'pods' }, ...(scope === 'cluster' ? CALICO_CLUSTER_PERMISSIONS : []), ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
     ...(whereabouts ? [...WHEREABOUTS_PERMISSIONS, ...writes('whereabouts.cni.cncf.io', ['ippools'], ['patch']), ...writes('whereabouts.cni.cncf.io', ['overlappingrangeipreservations'], ['delete'])] : []),
     { verb: 'get', group: '', resource: 'nodes' },
     { verb: 'list', group: '', resource: 'pods' },

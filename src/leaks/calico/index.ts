@@ -96,7 +96,7 @@ const hasPodNetwork = (p: Pod) => !isTerminal(p) && !p.spec.hostNetwork && Boole
 
 function ipMap(pods: Pod[]): CalicoView['podIps'] {
   const map: CalicoView['podIps'] = new Map();
-  for (const p of pods) for (const ip of podIps(p)) map.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName! });
+  for (const p of pods) for (const ip of podIps(p)) map.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName!, ...(p.metadata.deletionTimestamp ? { terminating: true } : {}) });
   return map;
 }
 

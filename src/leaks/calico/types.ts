@@ -40,8 +40,8 @@ export interface CalicoView {
   blocks: IpamBlock[];
   /** Nodes known to exist (a node's view: this one and the owners of the blocks read). */
   nodes: Set<string>;
-  /** pod IP -> {pod, node} for the pods read that have an IP. */
-  podIps: Map<string, { pod: string; node: string }>;
+  /** pod IP -> {pod, node} for the pods read that have an IP; terminating: being deleted (its address may be given back). */
+  podIps: Map<string, { pod: string; node: string; terminating?: boolean }>;
   /** Only in the whole view: what no one node owns is judged from these. */
   whole?: { affinities: BlockAffinity[]; handles: IpamHandle[] };
 }

@@ -52,7 +52,7 @@ export interface ReclaimResult {
 export async function reclaimNode(options: ReclaimOptions): Promise<ReclaimResult> {
   // Asked before the first change, as a run does: a 403 half way would leave a pool entry patched, its reservation not.
   const [calico, whereabouts] = await Promise.all([hasCalico(options.cluster), hasWhereabouts(options.cluster)]);
-  await requirePermissions(options.cluster, reclaimPermissions(options.leaseNamespace, calico, whereabouts), `the kubeconfig's user ${options.cluster.user}`, 'reclaim');
+  await requirePermissions(options.cluster, reclaimPermissions(options.leaseNamespace, calico, whereabouts, options.ipamScope), `the kubeconfig's user ${options.cluster.user}`, 'reclaim');
   const keeper = new LeaseKeeper(options.cluster, {
     ...DEFAULT_LEASE_TIMING,
     namespace: options.leaseNamespace,

@@ -101,6 +101,20 @@ describe('Calico IPAM', () => {
     expect([stillAllocatedTo(v, 'demo/smoke', '10.244.1.7'), stillAllocatedTo(view([block('10.244.1.0/26', 'a', 64, [])], []), 'demo/smoke', '10.244.1.7')]).toEqual([true, false]);
   });
 
+  it.each([
+    ['as free', [], 1],
+    ['for another pod', [{ ordinal: 5, pod: 'other', node: 'a' }], 1],
+    ['for it', [{ ordinal: 5, pod: 'p', node: 'a' }], 0],
+  ])('a pod on a uses an address of a\'s own block, which records it %s: %s conflict', (_, allocations, n) => {
+    const v = view([block('10.244.1.0/26', 'a', 64, allocations)], [['10.244.1.5', 'p', 'a']]);
+    const found = detectCalicoLeaks(v, 'a', []).node.filter((f) => f.class === 'calico-ip-conflict');
+    expect(found.map((f) => f.message)).toEqual(n ? [expect.stringMatching(/^10\.244\.1\.5 of pod demo\/p on a lies in its node's block 10\.244\.1\.0\/26, which records it (as free|for demo\/other on a): calico-ipam may hand it to another pod$/)] : []);
+    // A pod being deleted may have given its address back already: not judged.
+    const terminating = view([block('10.244.1.0/26', 'a', 64, allocations)], []);
+    terminating.podIps.set('10.244.1.5', { pod: 'demo/p', node: 'a', terminating: true });
+    expect(detectCalicoLeaks(terminating, 'a', []).node.filter((f) => f.class === 'calico-ip-conflict')).toEqual([]);
+  });
+
   it('keeps a conflict between two other nodes out of a third node\'s audit', () => {
     const v = view([block('10.244.1.0/26', 'a', 64, [])], [['10.244.1.5', 'p', 'b']], { nodes: new Set(['a', 'b', 'c']) });
     expect(classes(v, 'c')).toEqual([]);
