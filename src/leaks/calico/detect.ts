@@ -13,10 +13,16 @@ export function detectCalicoLeaks(view: CalicoView, node: string, routes?: Route
   const conflicts = detectIpConflicts(view, node, routes);
   return {
     node: [...detectLeakedIps(view, node), ...conflicts.findings],
-    cluster: view.whole ? [...detectOrphanAffinities(view, view.whole.affinities), ...detectLeakedHandles(view, view.whole.handles)] : [],
+    cluster: view.whole
+      ? [...removedNodesIps(view), ...detectOrphanAffinities(view, view.whole.affinities), ...detectLeakedHandles(view, view.whole.handles)]
+      : [],
     unverifiable: conflicts.unverifiable,
   };
 }
+
+/** Addresses of blocks of nodes that are gone (no node's audit reads them), allocated to pods that do not hold them. */
+const removedNodesIps = (view: CalicoView) =>
+  [...new Set(view.blocks.map(affineNode).filter((n): n is string => n !== undefined && !view.nodes.has(n)))].flatMap((gone) => detectLeakedIps(view, gone));
 
 /** Addresses of this node's blocks allocated to a pod that does not hold them. */
 function detectLeakedIps(view: CalicoView, node: string): Finding[] {

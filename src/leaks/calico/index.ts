@@ -6,6 +6,7 @@ import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
 import type { Route } from '../../node/cni/routes.js';
 import { allocatedPod, blockFinder } from './blocks.js';
+import { blockObjectName } from './names.js';
 import type { IpamScope } from '../types.js';
 import { detectCalicoLeaks } from './detect.js';
 import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, type IpamBlock, type IpamHandle } from './types.js';
@@ -15,8 +16,6 @@ const GROUP = '/apis/crd.projectcalico.org/v1';
 /** Whether the cluster serves Calico's CRD group. */
 export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
 
-/** Calico's name of a block's object: its CIDR with '.', ':' and '/' as '-' (libcalico-go names.CIDRToName). */
-export const blockObjectName = (cidr: string) => cidr.replace(/[.:/]/g, '-');
 
 /** Calico's IPAM view for this audit; undefined when the cluster has no Calico CRDs. */
 export async function readCalicoView(cluster: Cluster, node: string, scope: IpamScope = 'node'): Promise<CalicoView | undefined> {

@@ -1,15 +1,19 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
 import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding, ReleaseOutcome } from '../types.js';
+import { blockObjectName } from './names.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
 
 // Releases Calico IPAM leaks through the CRDs, each write conditional on the resourceVersion it was decided on:
 // a concurrent allocation makes the write fail (409) instead of being overwritten.
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
+// Addresses first, then handles, then affinities: a removed node's block can lose its affinity once it is empty.
+const ORDER = ['calico-ip-leaked', 'calico-handle-leaked', 'calico-affinity-orphan'];
+
 export async function releaseCalico(cluster: Cluster, findings: Finding[]): Promise<ReleaseOutcome[]> {
   const outcomes: ReleaseOutcome[] = [];
-  for (const f of findings) {
+  for (const f of [...findings].sort((a, b) => ORDER.indexOf(a.class) - ORDER.indexOf(b.class))) {
     try {
       if (f.class === 'calico-ip-leaked') outcomes.push(await releaseIp(cluster, f));
       else if (f.class === 'calico-handle-leaked') outcomes.push(await deleteHandle(cluster, f));
@@ -70,7 +74,9 @@ async function deleteHandle(cluster: Cluster, f: Finding): Promise<ReleaseOutcom
 }
 
 async function releaseAffinity(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
-  if (Number(f.evidence.allocations) > 0) {
+  // The block as it is now: this reclaim may just have released its addresses.
+  const block = await cluster.get<IpamBlock>(`${GROUP}/ipamblocks/${blockObjectName(String(f.evidence.cidr))}`).catch((e: unknown) => (e instanceof ApiError && e.status === 404 ? undefined : Promise.reject(e)));
+  if (block?.spec.allocations.some((a) => a !== null && a !== undefined)) {
     return { finding: f, verdict: 'kept', detail: 'its block still has allocations: release those first (as calico-kube-controllers does)' };
   }
   const affinity = await cluster.get<BlockAffinity>(`${GROUP}/blockaffinities/${f.evidence.affinity}`);

@@ -115,6 +115,14 @@ describe('Calico IPAM', () => {
     expect(detectCalicoLeaks(terminating, 'a', []).node.filter((f) => f.class === 'calico-ip-conflict')).toEqual([]);
   });
 
+  it('finds the addresses a removed node\'s blocks still hold for gone pods cluster-wide, beside its affinity', () => {
+    const gone = block('10.250.0.0/26', 'gone-node', 64, [{ ordinal: 3, pod: 'was-there', node: 'gone-node' }]);
+    const v = view([gone], [], { whole: { affinities: [affinity('gone-node', '10.250.0.0/26')], handles: [handle('k8s-pod-network.0', { '10.250.0.0/26': 1 })] } });
+    const found = detectCalicoLeaks(v, 'a');
+    expect(found.node).toEqual([]);
+    expect(found.cluster.map((f) => `${f.class} ${f.evidence.ip ?? f.evidence.node}`).sort()).toEqual(['calico-affinity-orphan gone-node', 'calico-ip-leaked 10.250.0.3']);
+  });
+
   it('keeps a conflict between two other nodes out of a third node\'s audit', () => {
     const v = view([block('10.244.1.0/26', 'a', 64, [])], [['10.244.1.5', 'p', 'b']], { nodes: new Set(['a', 'b', 'c']) });
     expect(classes(v, 'c')).toEqual([]);
