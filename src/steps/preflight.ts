@@ -14,6 +14,7 @@ import { notRunningFromPackage, runningBinaries } from '../node/runtime/binaries
 import { detectFlavor, servicesOfUpgrade } from '../node/runtime/flavor.js';
 import { ipamRefusal } from '../node/cni/network-mode.js';
 import { hasWhereabouts, WHEREABOUTS_GROUP } from '../leaks/whereabouts/read.js';
+import { CALICO_GROUP, hasCalico } from '../leaks/calico/index.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import { finishedEarlier, type PriorState } from '../runbook/journal.js';
@@ -92,8 +93,11 @@ export const preflight: Step<PreflightPlan> = {
     if (maintenanceNeeded) {
       const unreadable = ipamRefusal(options.node, net, options.proof);
       if (unreadable && pending('prove-node')) throw refuse(unreadable);
-      if (net.ipam === 'whereabouts' && options.proof === 'ipam' && pending('prove-node') && !(await hasWhereabouts(ctx.cluster))) {
-        throw refuse(`${options.node}'s CNI network ${net.networkName} allocates pod IPs with whereabouts, but the cluster serves no ${WHEREABOUTS_GROUP}: its allocations cannot be read (give --proof network-only to maintain it with the weaker proof)`);
+      // An IPAM whose records live in the API must find them there, or the proof could never pass.
+      const apiIpam = { whereabouts: [WHEREABOUTS_GROUP, hasWhereabouts], 'calico-ipam': [CALICO_GROUP, hasCalico] } as const;
+      const served = apiIpam[net.ipam as keyof typeof apiIpam];
+      if (served && options.proof === 'ipam' && pending('prove-node') && !(await served[1](ctx.cluster))) {
+        throw refuse(`${options.node}'s CNI network ${net.networkName} allocates pod IPs with ${net.ipam}, but the cluster serves no ${served[0]}: its allocations cannot be read (give --proof network-only to maintain it with the weaker proof)`);
       }
       if (pending('upgrade-runtime')) notes.push(...(await waitForPackageLock(ctx, state)));
       if (pending('teardown-sandboxes')) checkReplayable(ctx, state, podCidr(node));

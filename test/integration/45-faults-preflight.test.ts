@@ -100,11 +100,22 @@ describe('preflight, before anything changes', () => {
     expect(message).toContain(`ghost-net-${id}-eth0 (result-only cache entry of network ghost-net and no config to rebuild it from)`);
   }));
 
-  it.concurrent('a CNI network whose IPAM the proof cannot read (calico-ipam): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
+  it.concurrent('a CNI network whose IPAM the proof cannot read (calico-ipam on its etcd datastore): refused before the cordon (exit 10), naming it and --proof network-only', onNode(async (t) => {
     const conf = '{"cniVersion":"0.3.1","name":"k8s-pod-network","plugins":[{"type":"calico","ipam":{"type":"calico-ipam"}}]}';
     const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-calico.conflist', conf);
-    expect(message).toContain(`${t.name}'s CNI network k8s-pod-network allocates pod IPs with the calico-ipam IPAM, which node-maint cannot read (it reads host-local, whereabouts)`);
+    expect(message).toContain(`${t.name}'s CNI network k8s-pod-network allocates pod IPs with the calico-ipam (etcd datastore) IPAM, which node-maint cannot read (it reads host-local, whereabouts, calico-ipam)`);
     expect(message).toContain('give --proof network-only');
+  }));
+
+  it.concurrent('a calico-ipam network (Kubernetes datastore) on a cluster that does not serve Calico\'s API: refused before the cordon (exit 10), naming --proof network-only', onNode(async (t) => {
+    const api = await apiFilter(['/apis/crd.projectcalico.org']);
+    try {
+      const conf = '{"cniVersion":"0.3.1","name":"k8s-pod-network","plugins":[{"type":"calico","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"}}]}';
+      const message = await refusedWithFile(t, '/etc/cni/net.d/00-node-maint-test-calico.conflist', conf, api.kubeconfig);
+      expect(message).toBe(`${t.name}'s CNI network k8s-pod-network allocates pod IPs with calico-ipam, but the cluster serves no /apis/crd.projectcalico.org/v1: its allocations cannot be read (give --proof network-only to maintain it with the weaker proof)`);
+    } finally {
+      await api.close();
+    }
   }));
 
   it.concurrent('a whereabouts network on a cluster that does not serve whereabouts\' API: refused before the cordon (exit 10), naming --proof network-only', onNode(async (t) => {

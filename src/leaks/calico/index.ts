@@ -11,7 +11,8 @@ import type { IpamScope } from '../types.js';
 import { detectCalicoLeaks } from './detect.js';
 import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, type IpamBlock, type IpamHandle } from './types.js';
 
-const GROUP = '/apis/crd.projectcalico.org/v1';
+export const CALICO_GROUP = '/apis/crd.projectcalico.org/v1';
+const GROUP = CALICO_GROUP;
 
 /** Whether the cluster serves Calico's CRD group. */
 export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
