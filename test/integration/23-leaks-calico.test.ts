@@ -47,17 +47,17 @@ describe('Calico IPAM leaks', () => {
     const objects: any[] = [
       // The affinity of a node that was removed: its block is empty.
       { apiVersion: g, kind: 'BlockAffinity', metadata: { name: 'gone-node-10-250-0-0-26' }, spec: { state: 'confirmed', node: 'gone-node', cidr: '10.250.0.0/26', deleted: 'false', type: 'host' } },
-      { apiVersion: g, kind: 'IPAMBlock', metadata: { name: '10-250-0-0-26' }, spec: { cidr: '10.250.0.0/26', affinity: 'host:gone-node', allocations: Array(64).fill(null), unallocated: [...Array(64).keys()], attributes: [], deleted: false } },
+      { apiVersion: g, kind: 'IPAMBlock', metadata: { name: '10-250-0-0-26' }, spec: { cidr: '10.250.0.0/26', affinity: 'host:gone-node', allocations: Array(64).fill(null), unallocated: [...Array(64).keys()], attributes: [], deleted: false, strictAffinity: false } },
       // A block affine to FIRST whose addresses pods on SECOND use, though the block records none of them (the
       // blackhole-route case: SECOND allocated from a block it no longer owns).
       { apiVersion: g, kind: 'BlockAffinity', metadata: { name: `${FIRST.name}-${blockName(conflictCidr)}` }, spec: { state: 'confirmed', node: FIRST.name, cidr: conflictCidr, deleted: 'false', type: 'host' } },
-      { apiVersion: g, kind: 'IPAMBlock', metadata: { name: blockName(conflictCidr) }, spec: { cidr: conflictCidr, affinity: `host:${FIRST.name}`, allocations: [null, null, null, null], unallocated: [0, 1, 2, 3], attributes: [], deleted: false } },
+      { apiVersion: g, kind: 'IPAMBlock', metadata: { name: blockName(conflictCidr) }, spec: { cidr: conflictCidr, affinity: `host:${FIRST.name}`, allocations: [null, null, null, null], unallocated: [0, 1, 2, 3], attributes: [], deleted: false, strictAffinity: false } },
       // A block affine to FIRST that lends one address to a pod on SECOND, and records it: a borrow.
       { apiVersion: g, kind: 'BlockAffinity', metadata: { name: `${FIRST.name}-${blockName(`${borrower.ip}/32`)}` }, spec: { state: 'confirmed', node: FIRST.name, cidr: `${borrower.ip}/32`, deleted: 'false', type: 'host' } },
       {
         apiVersion: g, kind: 'IPAMBlock', metadata: { name: blockName(`${borrower.ip}/32`) },
         spec: { cidr: `${borrower.ip}/32`, affinity: `host:${FIRST.name}`, allocations: [0], unallocated: [],
-          attributes: [{ handle_id: 'k8s-pod-network.borrow', secondary: { namespace: ns.name, pod: borrower.name, node: SECOND.name } }], deleted: false },
+          attributes: [{ handle_id: 'k8s-pod-network.borrow', secondary: { namespace: ns.name, pod: borrower.name, node: SECOND.name } }], deleted: false, strictAffinity: false },
       },
       { apiVersion: g, kind: 'IPAMHandle', metadata: { name: 'k8s-pod-network.borrow' }, spec: { handleID: 'k8s-pod-network.borrow', block: { [`${borrower.ip}/32`]: 1 }, deleted: false } },
       // A block affine to FIRST with an IP allocated to a pod that no longer exists, and its handle.
@@ -65,7 +65,7 @@ describe('Calico IPAM leaks', () => {
       {
         apiVersion: g, kind: 'IPAMBlock', metadata: { name: '10-251-0-0-30' },
         spec: { cidr: '10.251.0.0/30', affinity: `host:${FIRST.name}`, allocations: [null, 0, null, null], unallocated: [0, 2, 3],
-          attributes: [{ handle_id: 'k8s-pod-network.deadbeef', secondary: { namespace: 'demo', pod: 'deleted-long-ago', node: FIRST.name } }], deleted: false },
+          attributes: [{ handle_id: 'k8s-pod-network.deadbeef', secondary: { namespace: 'demo', pod: 'deleted-long-ago', node: FIRST.name } }], deleted: false, strictAffinity: false },
       },
       { apiVersion: g, kind: 'IPAMHandle', metadata: { name: 'k8s-pod-network.deadbeef' }, spec: { handleID: 'k8s-pod-network.deadbeef', block: { '10.251.0.0/30': 1 }, deleted: false } },
       // A handle that holds nothing.
