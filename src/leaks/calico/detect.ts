@@ -42,7 +42,7 @@ function detectLeakedIps(view: CalicoView, node: string): Finding[] {
         class: 'calico-ip-leaked',
         severity: 'leak',
         message: `${ip} in block ${block.spec.cidr} (affine to ${node}) is allocated to ${pod}, which ${user ? `does not hold it (${user.pod} does)` : 'no longer has it'}`,
-        evidence: { ip, pod, block: block.metadata.name, cidr: block.spec.cidr, handle: attr?.handle_id, ordinal, resourceVersion: block.metadata.resourceVersion },
+        evidence: { ip, pod, block: block.metadata.name, cidr: block.spec.cidr, handle: attr?.handle_id, ordinal, sequence: block.spec.sequenceNumberForAllocation?.[String(ordinal)], resourceVersion: block.metadata.resourceVersion },
       });
     });
   }

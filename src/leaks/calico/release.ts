@@ -1,51 +1,70 @@
 import { ApiError, type Cluster } from '../../cluster/api.js';
 import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding, ReleaseOutcome } from '../types.js';
+import { allocatedPod } from './blocks.js';
 import { blockObjectName } from './names.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
 
-// Releases Calico IPAM leaks through the CRDs, each write conditional on the resourceVersion it was decided on:
+// Releases Calico IPAM leaks through the CRDs, each write conditional on the object as last read (resourceVersion):
 // a concurrent allocation makes the write fail (409) instead of being overwritten.
 const GROUP = '/apis/crd.projectcalico.org/v1';
 
-// Addresses first, then handles, then affinities: a removed node's block can lose its affinity once it is empty.
-const ORDER = ['calico-ip-leaked', 'calico-handle-leaked', 'calico-affinity-orphan'];
-
 export async function releaseCalico(cluster: Cluster, findings: Finding[]): Promise<ReleaseOutcome[]> {
   const outcomes: ReleaseOutcome[] = [];
-  for (const f of [...findings].sort((a, b) => ORDER.indexOf(a.class) - ORDER.indexOf(b.class))) {
+  const ips = findings.filter((f) => f.class === 'calico-ip-leaked');
+  for (const block of new Set(ips.map((f) => String(f.evidence.block)))) {
+    const mine = ips.filter((f) => f.evidence.block === block);
+    outcomes.push(...(await releaseIps(cluster, block, mine).catch((e: unknown) => mine.map((f) => failedOutcome(f, e)))));
+  }
+  // Then handles, then affinities: a removed node's block can lose its affinity once its addresses are released.
+  for (const f of [...findings.filter((x) => x.class === 'calico-handle-leaked'), ...findings.filter((x) => x.class === 'calico-affinity-orphan')]) {
     try {
-      if (f.class === 'calico-ip-leaked') outcomes.push(await releaseIp(cluster, f));
-      else if (f.class === 'calico-handle-leaked') outcomes.push(await deleteHandle(cluster, f));
-      else if (f.class === 'calico-affinity-orphan') outcomes.push(await releaseAffinity(cluster, f));
+      outcomes.push(f.class === 'calico-handle-leaked' ? await deleteHandle(cluster, f) : await releaseAffinity(cluster, f));
     } catch (e) {
-      const conflict = e instanceof ApiError && (e.status === 409 || e.status === 404);
-      outcomes.push({ finding: f, verdict: conflict ? 'changed' : 'failed', detail: (e as Error).message });
+      outcomes.push(failedOutcome(f, e));
     }
   }
   return outcomes;
 }
 
-async function releaseIp(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
-  const path = `${GROUP}/ipamblocks/${f.evidence.block}`;
+function failedOutcome(f: Finding, e: unknown): ReleaseOutcome {
+  const conflict = e instanceof ApiError && (e.status === 409 || e.status === 404);
+  return { finding: f, verdict: conflict ? 'changed' : 'failed', detail: (e as Error).message };
+}
+
+/**
+ * A block's leaked addresses in one write, as calico-ipam releases several: each slot only while it still holds the
+ * allocation the audit judged (same handle, pod and sequence number: calico-ipam frees a slot before it reuses it),
+ * the write conditional on the block as just read.
+ */
+async function releaseIps(cluster: Cluster, name: string, findings: Finding[]): Promise<ReleaseOutcome[]> {
+  const path = `${GROUP}/ipamblocks/${name}`;
   const block = await cluster.get<IpamBlock>(path);
-  const ordinal = Number(f.evidence.ordinal);
-  if (block.metadata.resourceVersion !== f.evidence.resourceVersion) {
-    return { finding: f, verdict: 'changed', detail: `block ${block.metadata.name} changed since the audit; not touched` };
+  const outcomes: ReleaseOutcome[] = [];
+  const freeing: Array<{ f: Finding; ordinal: number; handle?: string }> = [];
+  for (const f of findings) {
+    const ordinal = Number(f.evidence.ordinal);
+    const index = block.spec.allocations[ordinal];
+    const attribute = index === null || index === undefined ? undefined : block.spec.attributes[index];
+    const sequence = block.spec.sequenceNumberForAllocation?.[String(ordinal)];
+    if (!attribute) outcomes.push({ finding: f, verdict: 'gone', detail: `${f.evidence.ip} in block ${block.spec.cidr} already released since the audit` });
+    else if (attribute.handle_id !== f.evidence.handle || allocatedPod(attribute) !== f.evidence.pod || (f.evidence.sequence !== undefined && sequence !== f.evidence.sequence)) {
+      outcomes.push({ finding: f, verdict: 'changed', detail: `${f.evidence.ip} in block ${block.spec.cidr} is allocated anew since the audit (${allocatedPod(attribute) ?? attribute.handle_id}); not touched` });
+    } else freeing.push({ f, ordinal, handle: attribute.handle_id });
   }
-  const attrIndex = block.spec.allocations[ordinal];
-  if (attrIndex === null || attrIndex === undefined) return { finding: f, verdict: 'gone', detail: `${f.evidence.ip} in block ${block.metadata.name} already released` };
-  const handleId = block.spec.attributes[attrIndex]?.handle_id;
+  if (freeing.length === 0) return outcomes;
   const allocations = [...block.spec.allocations];
-  allocations[ordinal] = null;
   const seq = { ...(block.spec.sequenceNumberForAllocation ?? {}) };
-  delete seq[String(ordinal)];
+  for (const { ordinal } of freeing) {
+    allocations[ordinal] = null;
+    delete seq[String(ordinal)];
+  }
   await cluster.request('PUT', path, {
     ...block,
-    spec: { ...block.spec, allocations, unallocated: [...block.spec.unallocated, ordinal], sequenceNumberForAllocation: seq, sequenceNumber: (block.spec.sequenceNumber ?? 0) + 1 },
+    spec: { ...block.spec, allocations, unallocated: [...block.spec.unallocated, ...freeing.map((x) => x.ordinal)], sequenceNumberForAllocation: seq, sequenceNumber: (block.spec.sequenceNumber ?? 0) + 1 },
   });
-  if (handleId) await decrementHandle(cluster, handleId, block.spec.cidr);
-  return { finding: f, verdict: 'freed', detail: `released ${addressAt(block.spec.cidr, ordinal) ?? `ordinal ${ordinal}`} in ${block.spec.cidr}` };
+  for (const { handle } of freeing) if (handle) await decrementHandle(cluster, handle, block.spec.cidr);
+  return [...outcomes, ...freeing.map(({ f, ordinal }) => ({ finding: f, verdict: 'freed' as const, detail: `released ${addressAt(block.spec.cidr, ordinal) ?? `ordinal ${ordinal}`} in ${block.spec.cidr}` }))];
 }
 
 async function decrementHandle(cluster: Cluster, handleId: string, cidr: string): Promise<void> {
