@@ -40,6 +40,9 @@ async function pool(count, concurrency, task) {
  * Calico's objects for pods 0..pods-1 of the bench (pod i on node i % nodes, its j = floor(i / nodes)-th), handles
  * from `from` on; every node's affinity and block (rewritten with all its allocations); an empty block of `realNode`.
  */
+/** A block's sequence number as calico-ipam starts it (the time it made the block, in nanoseconds). */
+const SEQUENCE = 1795840175375163600;
+
 export async function writeCalico(cluster, { nodes, pods, from, podName, nodeName, namespace, realNode }) {
   const block = (n) => {
     const cidr = blockCidr(n);
@@ -51,10 +54,12 @@ export async function writeCalico(cluster, { nodes, pods, from, podName, nodeNam
       allocations[j] = attributes.length;
       attributes.push({ handle_id: `k8s-pod-network.${containerId(pod)}`, secondary: { namespace, node: nodeName(n), pod, timestamp: '2026-11-27 07:00:00 +0000 UTC' } });
     }
-    return { cidr, allocations, attributes, unallocated: allocations.flatMap((a, i) => (a === null ? [i] : [])) };
+    // As calico-ipam 3.28 writes a block (seen on the bed's Calico nodes): a sequence number per ordinal it handed out.
+    const sequenceNumberForAllocation = Object.fromEntries(allocations.flatMap((a, i) => (a === null ? [] : [[String(i), SEQUENCE]])));
+    return { cidr, allocations, attributes, unallocated: allocations.flatMap((a, i) => (a === null ? [i] : [])), sequenceNumberForAllocation };
   };
-  const affinity = (node, cidr) => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: `${node}-${blockName(cidr)}` }, spec: { state: 'confirmed', node, cidr, deleted: 'false', type: 'host' } });
-  const ipamBlock = (node, b) => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name: blockName(b.cidr) }, spec: { ...b, affinity: `host:${node}`, strictAffinity: false, deleted: false, sequenceNumber: 0, sequenceNumberForAllocation: {} } });
+  const affinity = (node, cidr) => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: `${node}-${blockName(cidr)}` }, spec: { state: 'confirmed', node, cidr, deleted: 'false' } });
+  const ipamBlock = (node, b) => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name: blockName(b.cidr) }, spec: { sequenceNumberForAllocation: {}, ...b, affinity: `host:${node}`, strictAffinity: false, deleted: false, sequenceNumber: SEQUENCE } });
   await pool(nodes, 16, async (n) => {
     const b = block(n);
     await cluster.request('POST', `${CALICO}/blockaffinities`, affinity(nodeName(n), b.cidr)).catch(tolerate(409));
