@@ -41,7 +41,7 @@ export const drain: Step<DrainPlan> = {
     const { node, drain: options } = ctx.options;
     const evicted = await drainInRounds(plan, {
       plan: () => planDrain(ctx.cluster, node, options),
-      evict: (pods) => evictWithinBudgets(ctx.cluster, pods, { gracePeriodSeconds: options.gracePeriodSeconds, deadline, version, progress }),
+      evict: (pods) => evictWithinBudgets(ctx.cluster, pods, { gracePeriodSeconds: options.gracePeriodSeconds, deadline, version, progress, signal: ctx.stop }),
       waitGone: (pods) => waitForPodsGone(ctx.cluster, node, pods, { deadline, progress, skipWaitForDeleteTimeoutSeconds: options.skipWaitForDeleteTimeoutSeconds, signal: ctx.stop }),
       onLate: (pods, round) => ctx.progress(`${pods.length} pod(s) bound to the node after the cordon, draining them too (round ${round}): ${pods.map(podKey).join(', ')}`),
     });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bed, upgradeNode, waitFor, type CliResult } from './bed.js';
+import { applyObjects, bed, kubectl, kubectlJson, upgradeNode, waitFor, type CliResult } from './bed.js';
 import { clearFault, expectServing, FAULTS_DIR, lease, report, setFault, stepLine, upgradeArgs, type Target } from './faults.js';
-import { pinnedDeployment } from './fixtures.js';
+import { pinnedDeployment, pinnedPodSpec } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
 // An operator stops a run as operators do: Ctrl-C in a terminal (SIGINT to the whole process group), SIGTERM from a CI
@@ -71,6 +71,28 @@ describe('an operator stops a run', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(report(again)).toMatchObject({ result: 'upgraded', mode: 'resume' });
     await expectServing(t, version);
+  }));
+
+  it.concurrent('Ctrl-C while a PodDisruptionBudget allows nothing (the drain then writes nothing a fence could refuse): stopped within 30 s, not at --timeout', onLeasedNode('any', async (t) => {
+    const { new: version } = bed().containerd;
+    const app = `held-${t.name}`;
+    // Two bare pods under a budget of one: the first eviction spends it, and nothing ever replaces the pod it took.
+    const pod = (i: number) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `${app}-${i}`, namespace: ns.name, labels: { app } }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name } });
+    const budget = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: app, namespace: ns.name }, spec: { minAvailable: 1, selector: { matchLabels: { app } } } };
+    await applyObjects([pod(1), pod(2), budget]);
+    await waitFor(async () => (await kubectlJson('get', 'pdb', '-n', ns.name, app)).status?.disruptionsAllowed === 1, 120_000, 'the budget allowing one');
+    const atZero = async () => (await kubectlJson('get', 'pdb', '-n', ns.name, app)).status?.disruptionsAllowed === 0 && (await kubectlJson('get', 'pods', '-n', ns.name, '-l', `app=${app}`)).items.length === 1;
+    try {
+      const stopped = await upgradeStoppedAt(t, version, stepLine('drain'), ['SIGINT'], { when: atZero });
+      const r = await expectStopped(t, stopped, 'SIGINT', 'drain');
+      expect(r.error.message).toBe(`stopped by SIGINT: it gave up waiting for PodDisruptionBudget ${ns.name}/${app} (1 pod(s) not evicted)`);
+      expect(r.nodeNow).toMatchObject({ kubelet: 'running' });
+      const back = await upgradeNode(['--rollback', ...upgradeArgs(t, version)]);
+      expect(back.code, back.stderr).toBe(11);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+    } finally {
+      await kubectl('-n', ns.name, 'delete', 'pdb', app, '--ignore-not-found');
+    }
   }));
 
   it.concurrent('Ctrl-C during apt (a slow unpack): the install goes on on the node and starts the runtime; --rollback waits for it, then undoes the run', onLeasedNode('containerd', async (t) => {

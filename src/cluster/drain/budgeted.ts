@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunbookError } from '../../errors.js';
+import { stoppedError } from '../../runbook/stop.js';
 import type { Cluster } from '../api.js';
 import { isPodReady } from '../pods.js';
 import { matchesSelector } from '../selector.js';
@@ -59,10 +61,11 @@ class BudgetWatch {
     for (const w of waiting) w();
   }
 
-  /** Resolves at the next change of any budget, or after `ms`. */
-  async changed(ms: number): Promise<void> {
-    await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), sleep(ms)]);
-    await sleep(SETTLE_MS);
+  /** Resolves at the next change of any budget, after `ms`, or at once on a stop. */
+  async changed(ms: number, signal?: AbortSignal): Promise<void> {
+    const stop = signal ? sleep(ms, undefined, { signal }).catch(() => undefined) : sleep(ms);
+    await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), stop]);
+    if (!signal?.aborted) await sleep(SETTLE_MS);
   }
 
   stop(): void {
@@ -78,6 +81,8 @@ async function evictPaced(watch: BudgetWatch, key: string, pods: Pod[], cluster:
   const attempts = new Map<Pod, number>();
   for (const pod of queue) options.progress?.onEvicting?.(pod);
   while (queue.length > 0) {
+    // A budget at zero makes no write for the Lease's fence to refuse: the stop is looked at here.
+    if (options.signal?.aborted) throw stoppedError(options.signal, `it gave up waiting for PodDisruptionBudget ${key} (${queue.length} pod(s) not evicted)`);
     if (Date.now() >= options.deadline) {
       throw new Error(queue.map((p) => evictionError(p, `global timeout reached: its PodDisruptionBudget ${key} allowed no disruption in time`).message).join('; '));
     }
@@ -100,7 +105,7 @@ async function evictPaced(watch: BudgetWatch, key: string, pods: Pod[], cluster:
       }),
     );
     queue.push(...refused.filter((p): p is Pod => p !== undefined));
-    if (queue.length > 0) await watch.changed(Math.min(FALLBACK_MS, Math.max(0, options.deadline - Date.now())));
+    if (queue.length > 0) await watch.changed(Math.min(FALLBACK_MS, Math.max(0, options.deadline - Date.now())), options.signal);
   }
 }
 
@@ -125,6 +130,11 @@ export async function evictWithinBudgets(cluster: Cluster, pods: Pod[], options:
     }
     const watchOf = (key: string) => watches.get(key.split('/')[0]!)!;
     const results = await Promise.allSettled([...free.map((p) => evictPod(cluster, p, options)), ...[...paced].map(([key, covered]) => evictPaced(watchOf(key), key, covered, cluster, options))]);
+    // A stop is said as one (what it gave up), not folded into the pods' failures.
+    if (options.signal?.aborted) {
+      const stop = results.find((r): r is PromiseRejectedResult => r.status === 'rejected' && (r.reason as RunbookError).code === 'stopped');
+      throw stop?.reason ?? stoppedError(options.signal, 'it gave up the evictions not yet accepted');
+    }
     const failures = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
     if (failures.length > 0) throw new Error(failures.join('; '));
   } finally {

@@ -1,3 +1,4 @@
+import { stoppedError } from '../../runbook/stop.js';
 import pRetry, { AbortError } from 'p-retry';
 import { ApiError, isNotFound, type Cluster } from '../api.js';
 import { waitUntil } from '../../wait.js';
@@ -32,6 +33,8 @@ export interface EvictOptions {
   /** Between retries of a refused eviction; grows to maxRetryDelayMs. */
   retryDelayMs?: number;
   maxRetryDelayMs?: number;
+  /** An operator's stop: no further eviction is asked, a refused one is not retried. */
+  signal?: AbortSignal;
 }
 
 /** The pod we meant is gone: deleted, or replaced by a namesake with another UID. */
@@ -96,9 +99,11 @@ export async function evictPod(cluster: Cluster, pod: Pod, options: EvictOptions
         maxTimeout: options.maxRetryDelayMs ?? 5_000,
         maxRetryTime: Math.max(0, options.deadline - Date.now()),
         onFailedAttempt: ({ error, attemptNumber }) => options.progress?.onRetry?.(pod, error.message, attemptNumber),
+        signal: options.signal,
       },
     );
   } catch (e) {
+    if (options.signal?.aborted) throw stoppedError(options.signal, `it gave up evicting ${pod.metadata.namespace}/${pod.metadata.name}`);
     if (e instanceof ApiError) throw evictionError(pod, `global timeout reached: ${e.message}`, e);
     throw e;
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type Cluster } from '../../../src/cluster/api.js';
 import { evictWithinBudgets } from '../../../src/cluster/drain/budgeted.js';
+import type { RunbookError } from '../../../src/errors.js';
 import type { Pod, PodDisruptionBudget } from '../../../src/cluster/types.js';
 
 // The API seam: one budget whose disruptionsAllowed the eviction API spends and a "disruption controller" gives back
@@ -59,6 +60,18 @@ describe('evictions paced by the budget', () => {
     expect(api.stats.accepted).toBe(10);
     // A refusal only where the budget changed under a batch; a timer-driven retry of each pod would refuse dozens.
     expect(api.stats.refused).toBeLessThanOrEqual(4);
+  });
+
+  it('a stop while the budget allows nothing ends the wait at once, said as a stop (issue 36: it waited to --timeout)', async () => {
+    const api = budgetApi(0, null);
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(new Error('SIGINT')), 300);
+    const t0 = Date.now();
+    const error = await evictWithinBudgets(api.cluster, pods(2), { ...options(600_000), signal: stop.signal }).catch((e: unknown) => e as RunbookError);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(error).toMatchObject({ code: 'stopped' });
+    expect((error as Error).message).toMatch(/it gave up waiting for PodDisruptionBudget ns\/web \(2 pod\(s\) not evicted\)/);
+    expect(api.stats.accepted).toBe(0);
   });
 
   it('a budget that never allows: times out at the deadline naming every pod left', async () => {
