@@ -18,7 +18,12 @@ export function controlPlaneRefusal({ node, server, staticPods }: { node: Node; 
   if (host && addresses.includes(host)) return `the run reaches the Kubernetes API at ${server}, which is ${name} itself: stopping its kubelet and its static pods cuts the run off from its own Lease`;
   const apiservers = staticPods.filter(isMirrorOf('kube-apiserver'));
   const here = apiservers.filter((p) => p.spec.nodeName === name);
-  if (here.length > 0 && apiservers.length === here.length) return `${name} holds the cluster's only kube-apiserver (${here.map((p) => p.metadata.name).join(', ')}): the run would lose the API it works through`;
+  // Only a Ready apiserver elsewhere serves the run once this one is down (the etcd rule below counts alike).
+  const elsewhere = apiservers.filter((p) => p.spec.nodeName !== name && isPodReady(p));
+  if (here.length > 0 && elsewhere.length === 0) {
+    const others = apiservers.length - here.length;
+    return `${name} holds the cluster's only ${others > 0 ? `Ready kube-apiserver (${others} other(s), none Ready)` : 'kube-apiserver'} (${here.map((p) => p.metadata.name).join(', ')}): the run would lose the API it works through`;
+  }
   const members = staticPods.filter(isMirrorOf('etcd'));
   if (members.some((p) => p.spec.nodeName === name)) {
     const quorum = Math.floor(members.length / 2) + 1;

@@ -25,6 +25,13 @@ describe('a control-plane node the run stands on', () => {
     expect(controlPlaneRefusal({ node: cp1, server: 'https://lb:6443', staticPods: ha })).toBeUndefined();
   });
 
+  it('is refused when the other apiservers are not Ready: the last working one is this node\'s (issue 36 item 11)', () => {
+    const pods = [mirror('kube-apiserver', 'cp-1'), mirror('kube-apiserver', 'cp-2', false), mirror('kube-apiserver', 'cp-3', false)];
+    expect(controlPlaneRefusal({ node: cp1, server: 'https://lb:6443', staticPods: pods })).toBe("cp-1 holds the cluster's only Ready kube-apiserver (2 other(s), none Ready) (kube-apiserver-cp-1): the run would lose the API it works through");
+    // One other Ready is enough.
+    expect(controlPlaneRefusal({ node: cp1, server: 'https://lb:6443', staticPods: [...pods.slice(0, 2), mirror('kube-apiserver', 'cp-3')] })).toBeUndefined();
+  });
+
   it('is refused when its etcd member is needed for quorum: two members, or a third not Ready', () => {
     const apis = ['cp-1', 'cp-2'].map((n) => mirror('kube-apiserver', n));
     expect(controlPlaneRefusal({ node: cp1, server: 'https://lb:6443', staticPods: [...apis, mirror('etcd', 'cp-1'), mirror('etcd', 'cp-2')] })).toMatch(/^cp-1 runs an etcd member that quorum needs \(2 member\(s\), quorum 2, 1 other\(s\) Ready\)/);
