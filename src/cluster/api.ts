@@ -172,18 +172,20 @@ export class Cluster {
           await new Promise((r) => setTimeout(r, wait));
         },
       });
+    // The stop is looked at between tries, never handed to p-retry: it would reject a try whose write landed while
+    // the stop came (the Lease written, said as "gave up"). A try under way is let finish; no new one starts.
+    const stopped = () => this.hooks.signal?.aborted === true;
     return pRetry(unthrottled, {
       retries: Number.POSITIVE_INFINITY,
       minTimeout: 1_000,
       maxTimeout: 5_000,
       maxRetryTime: this.toleranceMs,
-      signal: this.hooks.signal,
-      shouldRetry: ({ error }) => isTransient(error),
+      shouldRetry: ({ error }) => isTransient(error) && !stopped(),
       onFailedAttempt: ({ error, attemptNumber }) => {
-        if (isTransient(error) && !isThrottled(error) && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
+        if (isTransient(error) && !isThrottled(error) && !stopped() && said(attemptNumber)) this.hooks.onRetry?.(`the Kubernetes API did not answer ${where} (${error.message}); retrying for up to ${Math.round(left() / 1000)}s`);
       },
     }).catch((error: unknown) => {
-      if (this.hooks.signal?.aborted) throw stoppedError(this.hooks.signal, `it gave up on ${where}`);
+      if (stopped() && isTransient(error)) throw stoppedError(this.hooks.signal!, `it gave up on ${where}`);
       throw error;
     });
   }

@@ -51,6 +51,32 @@ describe('a throttled Kubernetes API (429 with Retry-After)', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('a stop that comes while a write is under way leaves its answer be: the write landed (issue 36 item 5)', async () => {
+    const slow = await loopbackApi((_req, res) => setTimeout(() => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"kind":"Lease"}'), 400));
+    try {
+      const stop = new AbortController();
+      const cluster = (await Cluster.connect({ kubeconfig: slow.kubeconfig })).withHooks({ signal: stop.signal });
+      setTimeout(() => stop.abort(new Error('SIGINT')), 100);
+      await expect(cluster.request('PUT', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x', {})).resolves.toEqual({ kind: 'Lease' });
+    } finally {
+      slow.server.close();
+    }
+  });
+
+  it('a stop ends the retries through an outage, said as a stop', async () => {
+    const down = await loopbackApi((req) => req.socket.destroy());
+    try {
+      const stop = new AbortController();
+      const cluster = (await Cluster.connect({ kubeconfig: down.kubeconfig, outageToleranceMs: 60_000 })).withHooks({ signal: stop.signal });
+      setTimeout(() => stop.abort(new Error('SIGINT')), 300);
+      const t0 = Date.now();
+      await expect(cluster.get('/api/v1/nodes')).rejects.toMatchObject({ code: 'stopped' });
+      expect(Date.now() - t0).toBeLessThan(6_000);
+    } finally {
+      down.server.close();
+    }
+  });
+
   it('reads Retry-After in seconds or as a date', () => {
     expect(retryAfterMs('3')).toBe(3_000);
     expect(retryAfterMs(new Date(10_000).toUTCString(), 4_000)).toBe(6_000);
