@@ -26,8 +26,11 @@ export interface RebootAsk {
 export async function observeNode(connection: NodeConnection, sshKey: string | undefined, targets: Record<string, string>, reboot?: RebootAsk): Promise<ObservedNode> {
   const packages = Object.keys(targets);
   return withTransport(connection, sshKey, async (transport) => {
-    // The sources are asked only for a package not at its target (apt-cache costs the node CPU, fleets are large).
-    const offers = Object.entries(targets).map(([p, v]) => `dpkg-query -W -f='\${Version}' ${command(p)} 2>/dev/null | grep -qxF ${quote(v)} || { ${availableVersionsScript([p])}; }`);
+    // The sources are asked only for a package not cleanly at its target (apt-cache costs the node CPU, fleets are
+    // large): one a killed run left half-configured there is the run's to finish, and must be offered.
+    const offers = Object.entries(targets).map(
+      ([p, v]) => `case "$(dpkg-query -W -f='\${Version} \${db:Status-Abbrev}' ${command(p)} 2>/dev/null)" in ${quote(`${v} ii `)}|${quote(`${v} hi `)}) ;; *) ${availableVersionsScript([p])} ;; esac`,
+    );
     const sentinel = reboot ? [`echo ${REBOOT_SPLIT}`, rebootRequiredScript(reboot.sentinelCommand)] : [];
     const out = await run(transport, [packages.length > 0 ? `{ ${installedScript(packages)}; } || true` : 'true', `echo ${SPLIT}`, ...offers, 'true', ...sentinel].join('\n'));
     const [observedPart = '', rebootPart] = out.split(`${REBOOT_SPLIT}\n`);

@@ -3,6 +3,7 @@ import { bed, upgradeNode, waitFor } from './bed.js';
 import { clearFault, containerdStatus, expectServing, FAULTS_DIR, report, setFault, upgradeArgs, type Target, reinstalledFromKept } from './faults.js';
 import { nodeFingerprint } from './fixtures.js';
 import { onLeasedNode } from './pool.js';
+import { notOffered, observeNode } from '../../src/fleet/observe.js';
 
 // dpkg as it is on real nodes: held packages, a dpkg killed halfway, another apt holding the lock. Each case on a
 // docker node of its own, leased for the case, from a reset node.
@@ -94,5 +95,19 @@ describe('dpkg interrupted, locked, held', () => {
     expect(back.code, back.stderr).toBe(0);
     expect(report(back).next).toMatch(new RegExp(`no unfinished run on ${t.name} to roll back \\(the last one, .+, completed\\): a finished run is never undone`));
     expect(await nodeFingerprint(t)).toEqual(before);
+  }));
+});
+
+describe("the fleet's look at a node its killed run left half-configured at the target", () => {
+  it.concurrent('the sources are asked and offer the target: the node is planned, not refused for "not offered" (issue 36 item 10)', onNode(async (t) => {
+    const { faulty } = bed().containerd;
+    await setFault(t, 'postinst-fail');
+    await t.sh(`DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages containerd=${faulty} >/dev/null 2>&1 || true`);
+    await clearFault(t, 'postinst-fail');
+    expect(await containerdStatus(t)).toMatch(/^\S+ i[FU] $/);
+    const seen = await observeNode({ kind: 'docker-exec', container: t.container, dockerHost: bed().bedDockerHost }, undefined, { containerd: faulty });
+    expect(seen.installed.containerd).toBe('not installed');
+    expect(seen.offered.containerd).toContain(faulty);
+    expect(notOffered(t.name, seen, { containerd: faulty })).toEqual([]);
   }));
 });
