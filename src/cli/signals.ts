@@ -11,7 +11,7 @@ export interface StopOnSignals {
   dispose(): void;
 }
 
-export function stopOnSignals(say: (line: string) => void, exit: (code: number) => void = (code) => process.exit(code)): StopOnSignals {
+export function stopOnSignals(say: (line: string) => void, exit: (code: number) => void = (code) => process.exit(code), parentPid = process.ppid): StopOnSignals {
   const controller = new AbortController();
   // A closed terminal (SIGHUP) leaves stderr without a reader: what cannot be said is dropped, never retried.
   const dropWriteErrors = () => undefined;
@@ -27,11 +27,32 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
     exit(128 + (constants.signals[name] ?? 0));
   };
   for (const s of SIGNALS) process.on(s, handler);
+  const orphaned = watchParent(parentPid, (parent) => {
+    if (controller.signal.aborted) return;
+    say(`node-maint: its parent process (PID ${parent}) ended without passing a signal on (npx and npm end at a SIGTERM and leave their child running): stopping at the next safe point, as for SIGTERM`);
+    controller.abort('the end of its parent process');
+  });
   return {
     signal: controller.signal,
     dispose() {
       // The write-error handlers stay: a report written after a SIGHUP must not crash the process that wrote it.
       for (const s of SIGNALS) process.off(s, handler);
+      clearInterval(orphaned);
     },
   };
+}
+
+/**
+ * Calls `gone` once the process that started this one has ended (this one is then a child of PID 1 or of a
+ * subreaper): `npx zx ...` runs npm, which runs sh, which runs node, and a SIGTERM to the npx a user or a service
+ * manager knows ends npm at once without passing the signal on. Looked at each second; never keeps the process alive.
+ */
+function watchParent(parent: number, gone: (parent: number) => void): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    gone(parent);
+  }, 1_000);
+  timer.unref();
+  return timer;
 }

@@ -95,6 +95,31 @@ describe('an operator stops a run', () => {
     }
   }));
 
+  it.concurrent('SIGTERM to the npx the run was started with (npx ends at once and passes nothing on): the run sees its parent end and stops at a safe point', onLeasedNode('any', async (t) => {
+    const { new: version } = bed().containerd;
+    await pinnedDeployment(ns.name, `npx-${t.name}`, t.name, 2);
+    let sent = 0;
+    const result = await upgradeNode(upgradeArgs(t, version), {
+      via: ['npx', 'zx'],
+      onStderr: (text, _kill, running) => {
+        if (sent || !text.includes(stepLine('drain'))) return;
+        sent = Date.now();
+        running.signalStarted('SIGTERM');
+      },
+    });
+    // The output ends when the run does (it keeps npx's pipes): the run said why it stopped, and stopped.
+    expect(sent).toBeGreaterThan(0);
+    expect(Date.now() - sent).toBeLessThan(30_000);
+    expect(result.stderr).toMatch(/node-maint: its parent process \(PID \d+\) ended without passing a signal on/);
+    expect(report(result)).toMatchObject({ result: 'stopped', exitCode: 18 });
+    const l = await lease(t.name);
+    expect(l.holder).toBeUndefined();
+    expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'the end of its parent process' } });
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    await expectServing(t, version);
+  }));
+
   it.concurrent('Ctrl-C during apt (a slow unpack): the install goes on on the node and starts the runtime; --rollback waits for it, then undoes the run', onLeasedNode('containerd', async (t) => {
     const { old, faulty } = bed().containerd;
     await clearFault(t, 'preinst-started');

@@ -163,15 +163,19 @@ export interface Running {
   kill: () => void;
   /** The signal to the whole process group (Ctrl-C in a terminal sends SIGINT to all of it); when it was sent. */
   signal: (name: NodeJS.Signals) => void;
+  /** The signal to the process the operator started alone (`kill PID`, a service manager's stop, `docker stop`). */
+  signalStarted: (name: NodeJS.Signals) => void;
 }
 
 /**
  * Runs a runbook entry point as an operator would: zx, a child process in a process group of its own (as a shell's
  * job is), its exit code; a process ended by a signal reports 128 + the signal's number, as a shell does.
  */
-export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void, running: Running) => void } = {}): Promise<CliResult> {
+export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void, running: Running) => void; via?: string[] } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('node_modules/.bin/zx', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    // `via`: how the operator starts it (['npx', 'zx'], as the README's first examples do); zx itself by default.
+    const [command, ...prefix] = options.via ?? ['node_modules/.bin/zx'];
+    const child = spawn(command!, [...prefix, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     const running: Running = {
@@ -183,6 +187,7 @@ export function runCli(script: string, args: string[], options: { onStderr?: (ch
           // the group is gone already
         }
       },
+      signalStarted: (name) => void child.kill(name),
     };
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
