@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { stopNow } from '../runbook/stop.js';
 
 // How an operator stops a run from a terminal, a CI job or a service manager: the first SIGINT, SIGTERM or SIGHUP asks
 // the run to stop at its next safe point (its report says where and what the node is like); a second one ends the
@@ -17,10 +18,19 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
   const dropWriteErrors = () => undefined;
   process.stdout.on('error', dropWriteErrors);
   process.stderr.on('error', dropWriteErrors);
+  let hurried = false;
   const handler = (name: NodeJS.Signals) => {
     if (!controller.signal.aborted) {
       say(`node-maint: ${name} received: stopping at the next safe point (no new change starts; a command already running on the node gets a few seconds to finish there); send it again to end at once`);
       controller.abort(name);
+      return;
+    }
+    // Another signal than the first is an escalation with a SIGKILL close behind (a CI runner's cancel: SIGINT, SIGTERM
+    // 7.5 s later, SIGKILL 2.5 s after): the stop is finished now (its record written, the Lease released), not dropped.
+    if (!hurried && name !== controller.signal.reason) {
+      hurried = true;
+      say(`node-maint: ${name} received after ${String(controller.signal.reason)}: finishing the stop now (the command under way is left running on the node; the stop is recorded and the Lease released); send it again to end at once`);
+      stopNow();
       return;
     }
     say(`node-maint: ${name} received again: ending now. The journal on the node's Lease is intact; the Lease frees itself within its duration (at once for a run from this machine): run the same command to continue, or add --rollback`);

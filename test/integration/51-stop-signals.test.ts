@@ -16,9 +16,9 @@ interface Stopped {
 
 /**
  * Runs the upgrade and, once `line` appears on its stderr, `delayMs` later (and once `when` holds, if given), sends
- * `signals` to its process group, `apartMs` apart.
+ * `signals` to its process group, `apartMs` apart (or at the times `at` says).
  */
-async function upgradeStoppedAt(t: Target, version: string, line: string, signals: NodeJS.Signals[], { delayMs = 0, when = async () => true, apartMs = 300 } = {}): Promise<Stopped> {
+async function upgradeStoppedAt(t: Target, version: string, line: string, signals: NodeJS.Signals[], { delayMs = 0, when = async () => true, apartMs = 300, at = undefined as number[] | undefined } = {}): Promise<Stopped> {
   let sentAt = 0;
   const result = await upgradeNode(upgradeArgs(t, version), {
     onStderr: (text, _kill, running) => {
@@ -28,7 +28,7 @@ async function upgradeStoppedAt(t: Target, version: string, line: string, signal
         await new Promise((r) => setTimeout(r, delayMs));
         await waitFor(when, 120_000, 'the moment to stop');
         sentAt = Date.now();
-        signals.forEach((s, i) => setTimeout(() => running.signal(s), i * apartMs));
+        signals.forEach((s, i) => setTimeout(() => running.signal(s), at?.[i] ?? i * apartMs));
       })();
     },
   });
@@ -118,6 +118,28 @@ describe('an operator stops a run', () => {
     const again = await upgradeNode(upgradeArgs(t, version));
     expect(again.code, again.stderr).toBe(0);
     await expectServing(t, version);
+  }));
+
+  it.concurrent("a CI runner's cancel during apt (SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after): the stop is recorded and the Lease freed before the SIGKILL", onLeasedNode('containerd', async (t) => {
+    const { old, faulty } = bed().containerd;
+    await clearFault(t, 'preinst-started');
+    await setFault(t, 'preinst-slow');
+    try {
+      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+      // As GitHub Actions cancels a job: the SIGTERM comes inside the 15 s the install under way is given.
+      const stopped = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT', 'SIGTERM', 'SIGKILL'], { when: unpacking, at: [0, 7_500, 10_000] });
+      expect(stopped.result.stderr).toContain('node-maint: SIGTERM received after SIGINT: finishing the stop now');
+      expect(stopped.result.code, stopped.result.stderr).toBe(18);
+      expect(stopped.msToEnd).toBeLessThan(10_000);
+      const l = await lease(t.name);
+      expect(l.holder).toBeUndefined();
+      expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'upgrade-runtime' } });
+      const back = await upgradeNode([...upgradeArgs(t, faulty), '--rollback']);
+      expect(back.code, back.stderr).toBe(11);
+    } finally {
+      await clearFault(t, 'preinst-slow');
+    }
+    await expectServing(t, old);
   }));
 
   it.concurrent('Ctrl-C during apt (a slow unpack): the install goes on on the node and starts the runtime; --rollback waits for it, then undoes the run', onLeasedNode('containerd', async (t) => {
