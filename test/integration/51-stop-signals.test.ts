@@ -52,6 +52,17 @@ async function expectStopped(t: Target, { result, msToEnd }: Stopped, signal: st
   return r;
 }
 
+/** `fn` with dpkg's unpack made slow (the fault hook's 30 s); `unpacking` says when dpkg is in the middle of it. */
+async function duringSlowUnpack(t: Target, fn: (unpacking: () => Promise<boolean>) => Promise<void>): Promise<void> {
+  await clearFault(t, 'preinst-started');
+  await setFault(t, 'preinst-slow');
+  try {
+    await fn(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes');
+  } finally {
+    await clearFault(t, 'preinst-slow');
+  }
+}
+
 /** The runtime's units as systemd has them now. */
 const runtimeActive = async (t: Target) => (await t.sh(`systemctl is-active containerd ${t.flavour === 'docker' ? 'docker cri-docker' : ''} || true`)).trim().split('\n');
 
@@ -122,10 +133,7 @@ describe('an operator stops a run', () => {
 
   it.concurrent("a CI runner's cancel during apt (SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after): the stop is recorded and the Lease freed before the SIGKILL", onLeasedNode('containerd', async (t) => {
     const { old, faulty } = bed().containerd;
-    await clearFault(t, 'preinst-started');
-    await setFault(t, 'preinst-slow');
-    try {
-      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+    await duringSlowUnpack(t, async (unpacking) => {
       // As GitHub Actions cancels a job: the SIGTERM comes inside the 15 s the install under way is given.
       const stopped = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT', 'SIGTERM', 'SIGKILL'], { when: unpacking, at: [0, 7_500, 10_000] });
       expect(stopped.result.stderr).toContain('node-maint: SIGTERM received after SIGINT: finishing the stop now');
@@ -136,19 +144,13 @@ describe('an operator stops a run', () => {
       expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'upgrade-runtime' } });
       const back = await upgradeNode([...upgradeArgs(t, faulty), '--rollback']);
       expect(back.code, back.stderr).toBe(11);
-    } finally {
-      await clearFault(t, 'preinst-slow');
-    }
+    });
     await expectServing(t, old);
   }));
 
   it.concurrent('Ctrl-C during apt (a slow unpack): the install goes on on the node and starts the runtime; --rollback waits for it, then undoes the run', onLeasedNode('containerd', async (t) => {
     const { old, faulty } = bed().containerd;
-    await clearFault(t, 'preinst-started');
-    await setFault(t, 'preinst-slow');
-    try {
-      // Stopped once dpkg is in the middle of the unpack (the fault hook's 30 s).
-      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+    await duringSlowUnpack(t, async (unpacking) => {
       const stopped = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT'], { when: unpacking });
       const r = await expectStopped(t, stopped, 'SIGINT', 'upgrade-runtime');
       // The truth as it stopped: the install still under way, named, with its deadline.
@@ -158,9 +160,7 @@ describe('an operator stops a run', () => {
       expect(back.code, back.stderr).toBe(11);
       expect(back.stderr).toMatch(/waiting for this run's command\(s\) still running on the node from its earlier process: PID \d+ \(install containerd=/);
       expect(report(back).result).toBe('rolled-back');
-    } finally {
-      await clearFault(t, 'preinst-slow');
-    }
+    });
     expect(await runtimeActive(t)).toEqual(['active']);
     await expectServing(t, old);
   }));
@@ -201,10 +201,7 @@ describe('an operator stops a run', () => {
 
   it.concurrent('Ctrl-C twice during apt: the second ends the process at once, the journal intact; the same command waits for the install, takes over and finishes', onLeasedNode('containerd', async (t) => {
     const { faulty } = bed().containerd;
-    await clearFault(t, 'preinst-started');
-    await setFault(t, 'preinst-slow');
-    try {
-      const unpacking = async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes';
+    await duringSlowUnpack(t, async (unpacking) => {
       // The first SIGINT waits for the install (its grace); the second, a second later, does not wait.
       const { result, msToEnd } = await upgradeStoppedAt(t, faulty, stepLine('upgrade-runtime'), ['SIGINT', 'SIGINT'], { when: unpacking, apartMs: 1_000 });
       expect(result.code, result.stderr).toBe(130);
@@ -216,9 +213,7 @@ describe('an operator stops a run', () => {
       expect(again.stderr).toContain('taking over the Lease from');
       expect(again.stderr).toMatch(/waiting for this run's command\(s\) still running on the node from its earlier process: PID \d+ \(install containerd=/);
       expect(report(again).rollback).toEqual([]);
-    } finally {
-      await clearFault(t, 'preinst-slow');
-    }
+    });
     await expectServing(t, faulty);
   }));
 });
