@@ -58,7 +58,9 @@ export interface Journal {
    * The node's boot before the run rebooted it (written before the reboot is asked), when the node took the reboot
    * command (`asked`), and the boot after: which side of the reboot the node is on.
    */
-  reboot?: { before: string; at: string; asked?: string; after?: string };
+  reboot?: { before: string; at: string; asked?: string; command?: string; after?: string; neverWentDown?: string };
+  /** A reboot command that exited 0 and never rebooted the node (it answered on its boot for all of --reboot-timeout). */
+  rebootNotTaken?: { command: string; at: string };
   /** Where and why the operator stopped the run (it stays unfinished: the same command continues, --rollback undoes). */
   stopped?: { at: string; by: string; step: string };
 }

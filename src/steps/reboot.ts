@@ -38,6 +38,14 @@ export const rebootNode: Step<StepPlan> = {
   },
   async apply(ctx) {
     const t0 = Date.now();
+    // The same command that did not reboot the node last time would not now either: said at once, not waited out again.
+    const notTaken = ctx.journal.rebootNotTaken;
+    if (notTaken && !ctx.journal.reboot && notTaken.command === ctx.options.rebootCommand) {
+      throw new RunbookError(
+        'rebootTimeout',
+        `${ctx.options.node} did not reboot when this run asked it at ${notTaken.at} (\`${notTaken.command}\` exited 0, and the node answered on the same boot for all of --reboot-timeout): not asked again with the same command; give a --reboot-command that reboots it, or run the same command with --rollback`,
+      );
+    }
     // A resume reads the node's boot again: on a new one already, the reboot is not asked again.
     const now = ctx.journal.reboot ? await bootIdentity(ctx.reader).catch(() => undefined) : await bootIdentity(ctx.reader);
     if (!ctx.journal.reboot) {
@@ -49,6 +57,7 @@ export const rebootNode: Step<StepPlan> = {
       ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
       await run(ctx.transport, rebootScript(ctx.options.rebootCommand, rebootOutcomeFile(ctx.runId)), { what: 'reboot' });
       ctx.journal.reboot.asked = new Date().toISOString();
+      ctx.journal.reboot.command = ctx.options.rebootCommand;
       await ctx.saveJournal();
     }
     const after = await waitForNewBoot(ctx, before).catch(async (e) => {
@@ -71,11 +80,19 @@ export const rebootNode: Step<StepPlan> = {
 
 /**
  * A reboot the node took and no process has seen done yet (the run stopped or killed in its wait): waited for before
- * anything reads the node (a resume, a rollback's next undo). The step itself records the new boot when it runs.
+ * anything reads the node (a resume, a rollback's next undo). The step itself records the new boot when it runs. A
+ * reboot whose wait saw the node up on its old boot to the end is not waited for again: if the node still answers on
+ * that boot, it never rebooted (the run goes on, or rolls back, as before a reboot).
  */
 export async function waitForAskedReboot(ctx: RunContext): Promise<void> {
   const reboot = ctx.journal.reboot;
   if (!reboot?.asked || reboot.after) return;
+  if (reboot.neverWentDown && (await bootIdentity(ctx.reader).catch(() => undefined)) === reboot.before) {
+    ctx.progress(`${ctx.options.node} still answers on the boot it had when this run asked its reboot at ${reboot.asked}: it never rebooted`);
+    ctx.journal.rebootNotTaken = { command: reboot.command ?? ctx.options.rebootCommand, at: reboot.asked };
+    await notRebooted(ctx);
+    return;
+  }
   try {
     await waitForNewBoot(ctx, reboot.before);
   } catch (e) {
@@ -114,6 +131,11 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
     );
   } catch (e) {
     if (e instanceof RunbookError || e instanceof RebootCommandFailed) throw e;
+    // Up on its old boot all along: the next process can tell at once whether it ever rebooted.
+    if (!wentDown && ctx.journal.reboot) {
+      ctx.journal.reboot.neverWentDown = new Date().toISOString();
+      await ctx.saveJournal();
+    }
     throw new RunbookError(
       'rebootTimeout',
       `${ctx.options.node} did not come back within --reboot-timeout ${ctx.options.rebootTimeoutSeconds}s of its reboot (${wentDown ? 'it went down and has not answered since' : 'it never went down: the reboot command did not reboot it'}): it stays cordoned; once it is back, run the same command again to finish`,

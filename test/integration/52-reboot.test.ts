@@ -216,6 +216,26 @@ describe('a reboot as a step of the run', () => {
     await expectServing(t, version);
   }));
 
+  it.concurrent('a reboot command that exits 0 and never reboots: exit 19 after --reboot-timeout; then the same command says so at once, and --rollback rolls back as before a reboot (issue 36 item 7)', onLeasedNode('any', async (t) => {
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const args = (extra: string[]) => rebootArgs(t, ['--reboot', '--reboot-command', 'true', ...extra]).map((a) => (a === '180s' ? '20s' : a));
+    const first = await upgradeNode(args([]));
+    expect(first.code, first.stderr).toBe(19);
+    expect(report(first).error.message).toContain('it never went down: the reboot command did not reboot it');
+    // The same command: not another 20 s of waiting for a reboot that never comes.
+    const t0 = Date.now();
+    const again = await upgradeNode(args([]));
+    expect(again.code, again.stderr).toBe(19);
+    expect(again.stderr).toContain(`${t.name} still answers on the boot it had when this run asked its reboot`);
+    expect(report(again).error.message).toMatch(new RegExp(`^${t.name} did not reboot when this run asked it at \\S+ \\(\`true\` exited 0, and the node answered on the same boot for all of --reboot-timeout\\): not asked again with the same command`));
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    const back = await upgradeNode(args(['--rollback']));
+    expect(back.code, back.stderr).toBe(11);
+    expect(report(back).result).toBe('rolled-back');
+    expect(await bootOf(t)).toBe(boot);
+    await expectServing(t, version);
+  }));
+
   it.concurrent('a reboot command that fails (the node not rebooted): said at once with its output, rolled back as before a reboot; exit 11', onLeasedNode('any', async (t) => {
     const [version, boot] = [await installed(t), await bootOf(t)];
     const result = await upgradeNode(rebootArgs(t, ['--reboot', '--reboot-command', 'systemctl reboot --no-such-flag']));
