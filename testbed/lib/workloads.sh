@@ -13,8 +13,10 @@ node_agents_running() {
 
 write_env() {
   local nodes='[]' c n k
-  for c in $($BED_DOCKER ps --filter label=node-maint-testbed=pool --format '{{.Names}}' | sort -V); do
+  # Every node of the pool but one a test powered off: a node a running test stopped for a while is still the pool's.
+  for c in $($BED_DOCKER ps -a --filter label=node-maint-testbed=pool --format '{{.Names}}' | sort -V); do
     n=${c#"$POOL_PREFIX"}; k=${n%%-node-*}
+    powered_off "$n" && continue
     nodes=$(jq --arg n "$n" --arg c "$c" --arg f "${k%-calico}" --arg net "$([ "$k" = "${k%-calico}" ] && echo default || echo calico)" \
       --argjson p "$(pool_ssh_port "$k" "${n##*-}")" '. + [{name: $n, flavour: $f, network: $net, sshPort: $p, container: $c}]' <<<"$nodes")
   done
