@@ -110,9 +110,14 @@ let cluster: Promise<Cluster> | undefined;
  * The suite polls the API thousands of times (a kubectl costs a tenth of a CPU second): a `get` goes through the
  * runbook's own client, once connected per file, not retried (as kubectl is not). Lists look as kubectl prints them.
  */
-async function inProcessGet(r: GetRequest): Promise<unknown> {
+/** The runbook's own API client on the bed, as its admin: one per file. */
+export function bedCluster(): Promise<Cluster> {
   cluster ??= import('../../src/cluster/api.js').then(({ Cluster }) => Cluster.connect({ kubeconfig: bed().kubeconfig }));
-  const api = await cluster;
+  return cluster;
+}
+
+async function inProcessGet(r: GetRequest): Promise<unknown> {
+  const api = await bedCluster();
   const qs = r.query.size ? `?${r.query}` : '';
   if (r.name) return api.get(`${r.path}/${encodeURIComponent(r.name)}${qs}`, { retry: false });
   const list = await api.get<{ kind: string; apiVersion: string; items: Array<Record<string, unknown>> }>(`${r.path}${qs}`, { retry: false });

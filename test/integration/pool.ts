@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
 import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { bed, bedDocker, kubectl, kubectlJson, waitFor, type Flavour, type Network } from './bed.js';
+import { bed, bedCluster, bedDocker, kubectl, kubectlJson, waitFor, type Flavour, type Network } from './bed.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
 // run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
@@ -525,6 +525,16 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     if (stale.length) {
       await t.sh(`rm -f ${stale.join(' ')}`);
       console.log(`${t.name}: removed what no live sandbox owns (a test left it): ${stale.join(', ')}`);
+    }
+  }
+  // Addresses calico-ipam still holds in a Calico node's blocks for pods that are gone (a test's crash its cleanup
+  // missed): released as the stale reservations above are, each only while its slot holds what was judged.
+  if (t.network === 'calico') {
+    const [{ calicoFindings }, { releaseCalico }, api] = await Promise.all([import('../../src/leaks/calico/index.js'), import('../../src/leaks/calico/release.js'), bedCluster()]);
+    const leaked = (await calicoFindings(api, t.name))?.node.filter((f) => f.class === 'calico-ip-leaked') ?? [];
+    if (leaked.length) {
+      const outcomes = await releaseCalico(api, leaked);
+      console.log(`${t.name}: released what calico-ipam held for gone pods (a test left it): ${outcomes.map((o) => `${o.finding.evidence.ip} ${o.verdict}`).join(', ')}`);
     }
   }
   expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
