@@ -12,7 +12,7 @@ export interface StopOnSignals {
   dispose(): void;
 }
 
-export function stopOnSignals(say: (line: string) => void, exit: (code: number) => void = (code) => process.exit(code), parentPid = process.ppid): StopOnSignals {
+export function stopOnSignals(say: (line: string) => void, exit: (code: number) => void = (code) => process.exit(code), parentPid = startedByNpm() ? process.ppid : undefined): StopOnSignals {
   const controller = new AbortController();
   // A closed terminal (SIGHUP) leaves stderr without a reader: what cannot be said is dropped, never retried.
   const dropWriteErrors = () => undefined;
@@ -37,11 +37,14 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
     exit(128 + (constants.signals[name] ?? 0));
   };
   for (const s of SIGNALS) process.on(s, handler);
-  const orphaned = watchParent(parentPid, (parent) => {
-    if (controller.signal.aborted) return;
-    say(`node-maint: its parent process (PID ${parent}) ended without passing a signal on (npx and npm end at a SIGTERM and leave their child running): stopping at the next safe point, as for SIGTERM`);
-    controller.abort('the end of its parent process');
-  });
+  const orphaned =
+    parentPid === undefined
+      ? undefined
+      : watchParent(parentPid, (parent) => {
+          if (controller.signal.aborted) return;
+          say(`node-maint: its parent process (PID ${parent}) ended without passing a signal on (npx and npm end at a SIGTERM and leave their child running): stopping at the next safe point, as for SIGTERM`);
+          controller.abort('the end of its parent process');
+        });
   return {
     signal: controller.signal,
     dispose() {
@@ -51,6 +54,10 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
     },
   };
 }
+
+/** Started through npm (npx, npm exec, npm run): npm says so in the environment it gives its children. A run started
+ *  otherwise (nohup, setsid, systemd-run) may outlive its parent on purpose, and is not watched. */
+const startedByNpm = () => process.env.npm_execpath !== undefined;
 
 /**
  * Calls `gone` once the process that started this one has ended (this one is then a child of PID 1 or of a
