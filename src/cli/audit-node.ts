@@ -20,12 +20,13 @@ sandbox (both file formats) and pod IPs with no allocation, with usage per range
 config (IPv4 and IPv6; kubenet's from the PodCIDRs); CNI cache entries with no live sandbox; dockershim/cri-dockerd
 checkpoints with no container and sandboxes with no checkpoint; not-ready sandboxes kept by Created/Exited containers
 (and a warning well before the ~1,400-sandbox CRI list limit); pods stuck Terminating and the containers that hold
-them; Calico IPAM (leaked IPs of this node's blocks; an IP of one node's block used on another that the block does not
-record for that pod; a recorded borrow is no conflict); whereabouts allocations (IPPools) of the node's ranges whose
+them; Calico IPAM (leaked IPs of this node's blocks; a pod's IP its block records as free or for another pod; an IP of
+one node's block used on another that the block does not record for that pod; a recorded borrow is a conflict only
+where this node's own route for it is its block's blackhole); whereabouts allocations (IPPools) of the node's ranges whose
 pod, bound here, runs in another sandbox; orphaned network namespaces; two CNI networks over one PodCIDR.
 The cluster's IPAM is read as far as the node needs (its blocks, its pods, the pods its blocks name; the IPPools of its
 ranges), so an audit costs the same on a cluster of 100 or 100,000 pods. Cluster-wide findings (Calico affinities of
-removed nodes, handles with no IP; whereabouts allocations of pods that no longer exist) need the whole IPAM and every
+removed nodes and the IPs their blocks still hold, handles with no IP; whereabouts allocations of pods that no longer exist) need the whole IPAM and every
 pod: read with --cluster-wide, shown in their own section (JSON: clusterFindings), never changing the exit code. A check that
 cannot look (runtime or API did not answer) is reported as "could not verify", never as clean. The node's state comes
 back in one round trip.
