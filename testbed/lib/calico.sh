@@ -21,7 +21,7 @@ seed_calico() {
   wait_for "Calico's CRDs established" 60 kubectl wait --for condition=established --timeout=5s \
     crd/ippools.crd.projectcalico.org crd/ipamconfigs.crd.projectcalico.org crd/clusterinformations.crd.projectcalico.org
   calico_cni_rbac | kubectl apply -f - >/dev/null
-  # The plugin's token, long-lived (calico-node's install-cni refreshes a short one; there is none here).
+  # Last, the plugin's token: long-lived (calico-node's install-cni refreshes a short one; there is none here).
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: crd.projectcalico.org/v1
 kind: ClusterInformation
