@@ -70,6 +70,8 @@ describe("the field's case: an address borrowed from another node's block, behin
   let blackhole = '';
 
   afterAll(async () => {
+    // B, held cordoned by its proof, is put back: its run's --rollback (the conflict goes with the pods below).
+    await upgradeNode([...upgradeArgs(DOCKER, bed().containerd.new), '--rollback']).catch(() => undefined);
     await kubectl('-n', ns.name, 'delete', 'pods', '-l', 'app=borrow', '--wait=true', '--timeout=120s').catch(() => undefined);
     if (blackhole) await DOCKER.sh(`ip route del ${blackhole} || true`).catch(() => undefined);
     await kubectl('delete', `ippools.${GROUP}`, POOL.name, '--ignore-not-found');
