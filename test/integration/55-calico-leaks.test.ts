@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ordinalIn } from '../../src/node/cni/host-local.js';
 import { applyObjects, auditNode, bedDocker, kubectl, kubectlJson, serviceAccountKubeconfig, waitFor } from './bed.js';
 import { allocations, calicoctlCheck, GROUP } from './calico.js';
 import { withKubeconfig } from './faults.js';
@@ -75,7 +76,7 @@ describe('calico-ipam after a crash, a half-done release and a removed node', ()
     const [victim] = (await allocations()).filter((a) => a.pod.startsWith(`${ns.name}/halfway-`));
     const blocks = (await kubectlJson('get', `ipamblocks.${GROUP}`)).items;
     const block = blocks.find((b: any) => b.spec.cidr === victim!.block);
-    const ordinal = Number(victim!.ip.split('.')[3]) - Number(block.spec.cidr.split('/')[0].split('.')[3]);
+    const ordinal = ordinalIn(block.spec.cidr, victim!.ip)!;
     block.spec.allocations[ordinal] = null;
     block.spec.unallocated.push(ordinal);
     // (kubectl's own schema check refuses the block's null slots, which the API server takes.)

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { addressAt } from '../../src/node/cni/host-local.js';
 import { bed, kubectlJson } from './bed.js';
 
 // Calico on the bed (testbed/lib/calico.sh): what calico-ipam recorded, and calicoctl, the tool a Calico operator
@@ -61,17 +62,11 @@ export async function allocations(): Promise<Allocation[]> {
     (b.spec.allocations as Array<number | null>).flatMap((index, ordinal) => {
       if (index === null) return [];
       const attr = b.spec.attributes[index] ?? {};
-      const [base, bits] = b.spec.cidr.split('/');
-      const ip = ipAt(base, ordinal);
-      return [{ ip, block: b.spec.cidr, blockNode: String(b.spec.affinity ?? '').replace(/^host:/, ''), handle: attr.handle_id ?? '', pod: attr.secondary?.pod ? `${attr.secondary.namespace}/${attr.secondary.pod}` : '', node: attr.secondary?.node ?? '', bits }];
+      const ip = addressAt(b.spec.cidr, ordinal) ?? '';
+      return [{ ip, block: b.spec.cidr, blockNode: String(b.spec.affinity ?? '').replace(/^host:/, ''), handle: attr.handle_id ?? '', pod: attr.secondary?.pod ? `${attr.secondary.namespace}/${attr.secondary.pod}` : '', node: attr.secondary?.node ?? '' }];
     }),
   );
 }
-
-const ipAt = (base: string, ordinal: number) => {
-  const n = base.split('.').reduce((acc, o) => acc * 256 + Number(o), 0) + ordinal;
-  return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
-};
 
 /** The blocks affine to a node. */
 export const blocksOf = async (node: string): Promise<string[]> =>

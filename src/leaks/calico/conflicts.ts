@@ -36,9 +36,9 @@ export function detectIpConflicts(view: CalicoView, node: string, routes: Route[
         evidence,
       });
     } else if (owner === node) {
-      const lent = judgeLentAddress(block, ip, user, node, routes);
+      const lent = judgeLentAddress(block, ip, user, node, routes, evidence);
       if (typeof lent === 'string') unverifiable.push(lent);
-      else if (lent) findings.push({ ...lent, evidence: { ...evidence, borrowed: true, route: lent.evidence.route } });
+      else if (lent) findings.push(lent);
     }
   }
   return { findings, unverifiable };
@@ -48,7 +48,7 @@ export function detectIpConflicts(view: CalicoView, node: string, routes: Route[
  * An address this node's block lends to a pod elsewhere: reachable from this node's pods only by a route more
  * specific than the block's blackhole (BGP's /32 to the borrower). A finding, nothing, or why it could not be judged.
  */
-function judgeLentAddress(block: IpamBlock, ip: string, user: { pod: string; node: string }, node: string, routes: Route[] | undefined): Finding | string | undefined {
+function judgeLentAddress(block: IpamBlock, ip: string, user: { pod: string; node: string }, node: string, routes: Route[] | undefined, evidence: Finding['evidence']): Finding | string | undefined {
   if (!routes) return `${ip} of block ${block.spec.cidr} is lent to pod ${user.pod} on ${user.node}, and ${node}'s routes could not be read: whether its pods reach it was not checked`;
   const route = routeFor(routes, ip);
   if (route?.type !== 'blackhole') return undefined;
@@ -56,6 +56,6 @@ function judgeLentAddress(block: IpamBlock, ip: string, user: { pod: string; nod
     class: 'calico-ip-conflict',
     severity: 'leak',
     message: `${ip} of pod ${user.pod} on ${user.node} is borrowed from block ${block.spec.cidr}, affine to ${node}, whose route for it is \`${route.text}\`: ${node}'s pods cannot reach it`,
-    evidence: { route: route.text },
+    evidence: { ...evidence, borrowed: true, route: route.text },
   };
 }

@@ -4,18 +4,16 @@ import { listAll } from '../../cluster/list.js';
 import { servesGroup } from '../../cluster/groups.js';
 import type { Node, Pod } from '../../cluster/types.js';
 import { canonicalIp } from '../../node/cni/host-local.js';
-import type { Route } from '../../node/cni/routes.js';
 import { allocatedPod, blockFinder } from './blocks.js';
-import { blockObjectName } from './names.js';
+import { blockObjectName, CALICO_GROUP } from './names.js';
 import type { IpamScope } from '../types.js';
 import { detectCalicoLeaks } from './detect.js';
 import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, type IpamBlock, type IpamHandle } from './types.js';
 
-export const CALICO_GROUP = '/apis/crd.projectcalico.org/v1';
-const GROUP = CALICO_GROUP;
+export { CALICO_GROUP };
 
 /** Whether the cluster serves Calico's CRD group. */
-export const hasCalico = (cluster: Cluster) => servesGroup(cluster, GROUP);
+export const hasCalico = (cluster: Cluster) => servesGroup(cluster, CALICO_GROUP);
 
 
 /** Calico's IPAM view for this audit; undefined when the cluster has no Calico CRDs. */
@@ -35,12 +33,12 @@ export async function readCalicoView(cluster: Cluster, node: string, scope: Ipam
  * pods its blocks name that run elsewhere (by name). Pods after the blocks, so a pod allocated between is in the second.
  */
 async function readNodeView(cluster: Cluster, node: string): Promise<CalicoView> {
-  const affinities = (await listAll<BlockAffinity>(cluster, `${GROUP}/blockaffinities`)).filter((a) => String(a.spec.deleted) !== 'true');
+  const affinities = (await listAll<BlockAffinity>(cluster, `${CALICO_GROUP}/blockaffinities`)).filter((a) => String(a.spec.deleted) !== 'true');
   const blocks = new Map<string, IpamBlock>();
   const readBlock = async (cidr: string) => {
     const name = blockObjectName(cidr);
     if (blocks.has(name)) return;
-    const block = await cluster.get<IpamBlock>(`${GROUP}/ipamblocks/${name}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+    const block = await cluster.get<IpamBlock>(`${CALICO_GROUP}/ipamblocks/${name}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
     if (block) blocks.set(name, block);
   };
   await Promise.all(affinities.filter((a) => a.spec.node === node).map((a) => readBlock(a.spec.cidr)));
@@ -83,9 +81,9 @@ async function readNodeView(cluster: Cluster, node: string): Promise<CalicoView>
  */
 async function readWholeView(cluster: Cluster): Promise<CalicoView> {
   const [affinities, blocks, handles] = await Promise.all([
-    listAll<BlockAffinity>(cluster, `${GROUP}/blockaffinities`),
-    listAll<IpamBlock>(cluster, `${GROUP}/ipamblocks`),
-    listAll<IpamHandle>(cluster, `${GROUP}/ipamhandles`),
+    listAll<BlockAffinity>(cluster, `${CALICO_GROUP}/blockaffinities`),
+    listAll<IpamBlock>(cluster, `${CALICO_GROUP}/ipamblocks`),
+    listAll<IpamHandle>(cluster, `${CALICO_GROUP}/ipamhandles`),
   ]);
   const nodes = affinities.length + blocks.length > 0 ? await listAll<Node>(cluster, '/api/v1/nodes') : [];
   const pods = blocks.length > 0 ? await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod) : [];
@@ -101,9 +99,9 @@ function ipMap(pods: Pod[]): CalicoView['podIps'] {
 }
 
 /** Calico IPAM findings for a node (and, cluster-wide, for the cluster); undefined when the cluster has no Calico CRDs. */
-export async function calicoFindings(cluster: Cluster, node: string, scope: IpamScope = 'node', routes?: Route[]): Promise<CalicoFindings | undefined> {
+export async function calicoFindings(cluster: Cluster, node: string, scope: IpamScope = 'node'): Promise<CalicoFindings | undefined> {
   const view = await readCalicoView(cluster, node, scope);
-  return view && detectCalicoLeaks(view, node, routes);
+  return view && detectCalicoLeaks(view, node);
 }
 
 export { detectCalicoLeaks };

@@ -2,12 +2,11 @@ import { ApiError, type Cluster } from '../../cluster/api.js';
 import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding, ReleaseOutcome } from '../types.js';
 import { allocatedPod } from './blocks.js';
-import { blockObjectName } from './names.js';
+import { blockObjectName, CALICO_GROUP } from './names.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
 
 // Releases Calico IPAM leaks through the CRDs, each write conditional on the object as last read (resourceVersion):
 // a concurrent allocation makes the write fail (409) instead of being overwritten.
-const GROUP = '/apis/crd.projectcalico.org/v1';
 
 export async function releaseCalico(cluster: Cluster, findings: Finding[]): Promise<ReleaseOutcome[]> {
   const outcomes: ReleaseOutcome[] = [];
@@ -38,7 +37,7 @@ function failedOutcome(f: Finding, e: unknown): ReleaseOutcome {
  * the write conditional on the block as just read.
  */
 async function releaseIps(cluster: Cluster, name: string, findings: Finding[]): Promise<ReleaseOutcome[]> {
-  const path = `${GROUP}/ipamblocks/${name}`;
+  const path = `${CALICO_GROUP}/ipamblocks/${name}`;
   const block = await cluster.get<IpamBlock>(path);
   const outcomes: ReleaseOutcome[] = [];
   const freeing: Array<{ f: Finding; ordinal: number; handle?: string }> = [];
@@ -68,7 +67,7 @@ async function releaseIps(cluster: Cluster, name: string, findings: Finding[]): 
 }
 
 async function decrementHandle(cluster: Cluster, handleId: string, cidr: string): Promise<void> {
-  const path = `${GROUP}/ipamhandles/${handleId.toLowerCase()}`;
+  const path = `${CALICO_GROUP}/ipamhandles/${handleId.toLowerCase()}`;
   let handle: IpamHandle;
   try {
     handle = await cluster.get<IpamHandle>(path);
@@ -86,7 +85,7 @@ async function decrementHandle(cluster: Cluster, handleId: string, cidr: string)
 }
 
 async function deleteHandle(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
-  await cluster.request('DELETE', `${GROUP}/ipamhandles/${f.evidence.handle}`, {
+  await cluster.request('DELETE', `${CALICO_GROUP}/ipamhandles/${f.evidence.handle}`, {
     preconditions: { uid: f.evidence.uid, resourceVersion: f.evidence.resourceVersion },
   });
   return { finding: f, verdict: 'freed', detail: `deleted handle ${f.evidence.handleID}` };
@@ -94,12 +93,12 @@ async function deleteHandle(cluster: Cluster, f: Finding): Promise<ReleaseOutcom
 
 async function releaseAffinity(cluster: Cluster, f: Finding): Promise<ReleaseOutcome> {
   // The block as it is now: this reclaim may just have released its addresses.
-  const block = await cluster.get<IpamBlock>(`${GROUP}/ipamblocks/${blockObjectName(String(f.evidence.cidr))}`).catch((e: unknown) => (e instanceof ApiError && e.status === 404 ? undefined : Promise.reject(e)));
+  const block = await cluster.get<IpamBlock>(`${CALICO_GROUP}/ipamblocks/${blockObjectName(String(f.evidence.cidr))}`).catch((e: unknown) => (e instanceof ApiError && e.status === 404 ? undefined : Promise.reject(e)));
   if (block?.spec.allocations.some((a) => a !== null && a !== undefined)) {
     return { finding: f, verdict: 'kept', detail: 'its block still has allocations: release those first (as calico-kube-controllers does)' };
   }
-  const affinity = await cluster.get<BlockAffinity>(`${GROUP}/blockaffinities/${f.evidence.affinity}`);
-  await cluster.request('DELETE', `${GROUP}/blockaffinities/${affinity.metadata.name}`, {
+  const affinity = await cluster.get<BlockAffinity>(`${CALICO_GROUP}/blockaffinities/${f.evidence.affinity}`);
+  await cluster.request('DELETE', `${CALICO_GROUP}/blockaffinities/${affinity.metadata.name}`, {
     preconditions: { uid: affinity.metadata.uid, resourceVersion: f.evidence.resourceVersion },
   });
   return { finding: f, verdict: 'freed', detail: `deleted block affinity ${affinity.metadata.name} of ${f.evidence.node}` };
