@@ -6,6 +6,7 @@ import { calicoFindings } from '../../../src/leaks/calico/index.js';
 import type { AllocationAttribute, BlockAffinity, CalicoView, IpamBlock, IpamHandle } from '../../../src/leaks/calico/types.js';
 import { liveness } from '../../../src/leaks/liveness.js';
 import { liveCalicoAllocation, stillAllocatedTo } from '../../../src/leaks/calico/proof.js';
+import { releaseCalico } from '../../../src/leaks/calico/release.js';
 import { parseRoute, routeFor } from '../../../src/node/cni/routes.js';
 import { emptyState } from './state-builder.js';
 
@@ -121,6 +122,44 @@ describe('Calico IPAM', () => {
     const found = detectCalicoLeaks(v, 'a');
     expect(found.node).toEqual([]);
     expect(found.cluster.map((f) => `${f.class} ${f.evidence.ip ?? f.evidence.node}`).sort()).toEqual(['calico-affinity-orphan gone-node', 'calico-ip-leaked 10.250.0.3']);
+  });
+
+  describe('the release of a block\'s leaked addresses, against the block as it is now', () => {
+    // Three leaks judged in one block; the API holds the block as `now` has it and answers the write with `put`.
+    function releaseApi(now: IpamBlock, put: () => unknown = () => ({})) {
+      const writes: Array<{ method: string; path: string; body: any }> = [];
+      const cluster = {
+        async get(path: string) {
+          if (path.includes('/ipamblocks/')) return structuredClone(now);
+          throw new ApiError(404, 'NotFound', 'not found');
+        },
+        async request(method: string, path: string, body: unknown) {
+          writes.push({ method, path, body });
+          return put();
+        },
+      } as unknown as Cluster;
+      return { cluster, writes };
+    }
+    const judged = block('10.244.1.0/26', 'a', 64, [{ ordinal: 1, pod: 'gone-1' }, { ordinal: 2, pod: 'gone-2' }, { ordinal: 3, pod: 'gone-3' }]);
+    const leaks = detectCalicoLeaks(view([judged], []), 'a').node;
+
+    it('frees every slot still holding what was judged in one write; one given back meanwhile is gone, one allocated anew is changed', async () => {
+      const now = structuredClone(judged);
+      now.spec.allocations[2] = null;
+      now.spec.attributes[2] = { handle_id: 'k8s-pod-network.new', secondary: { namespace: 'demo', pod: 'newcomer', node: 'a' } };
+      const { cluster, writes } = releaseApi(now);
+      const outcomes = await releaseCalico(cluster, leaks);
+      expect(outcomes.map((o) => `${o.finding.evidence.ip} ${o.verdict}`).sort()).toEqual(['10.244.1.1 freed', '10.244.1.2 gone', '10.244.1.3 changed']);
+      const blockWrites = writes.filter((w) => w.path.includes('/ipamblocks/'));
+      expect(blockWrites).toHaveLength(1);
+      expect(blockWrites[0]!.body.spec.allocations.slice(0, 4)).toEqual([null, null, null, 2]);
+    });
+
+    it('a write the API refuses (409: calico-ipam wrote the block meanwhile) frees nothing and says so', async () => {
+      const { cluster } = releaseApi(structuredClone(judged), () => Promise.reject(new ApiError(409, 'Conflict', 'the object has been modified')));
+      const outcomes = await releaseCalico(cluster, leaks);
+      expect(outcomes.map((o) => o.verdict)).toEqual(['changed', 'changed', 'changed']);
+    });
   });
 
   it('keeps a conflict between two other nodes out of a third node\'s audit', () => {
