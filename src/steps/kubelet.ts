@@ -8,7 +8,7 @@ import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js'
 import { teardownSandboxes } from './teardown-sandboxes.js';
 import { waitUntil } from '../wait.js';
 
-async function kubeletActive(ctx: RunContext): Promise<boolean> {
+export async function kubeletActive(ctx: RunContext): Promise<boolean> {
   const unit = kubeletUnitOf(ctx.journal);
   return parseUnitStates(await run(ctx.transport, unitStatesScript([unit]))).get(unit) === true;
 }
@@ -119,15 +119,21 @@ export const startKubelet: Step = {
     const node = await getNode(ctx.cluster, ctx.options.node);
     if (!podCidr(node) || !isReady(node)) throw new Error(`${ctx.options.node} is not Ready with a PodCIDR: ${readyMessage(node)}`);
   },
-  async rollback(ctx) {
-    // Stopped whatever is-active says: a kubelet that fails to start is "activating" between systemd's restarts, and
-    // systemd would start it again in the middle of the runtime's reinstall.
-    const wasActive = await kubeletActive(ctx);
-    await stopKubeletAndWait(ctx);
-    const stopped = wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
-    return `${stopped}${await tearDownWhatKubeletStarted(ctx)}`;
-  },
+  rollback: (ctx) => stopKubeletForRollback(ctx),
 };
+
+/**
+ * Kubelet stopped again for the runtime's rollback, and the sandboxes it set up since torn down by CNI DEL: after
+ * start-kubelet, or after a reboot whose boot started it (systemd starts an enabled kubelet at boot).
+ */
+export async function stopKubeletForRollback(ctx: RunContext): Promise<string> {
+  // Stopped whatever is-active says: a kubelet that fails to start is "activating" between systemd's restarts, and
+  // systemd would start it again in the middle of the runtime's reinstall.
+  const wasActive = await kubeletActive(ctx);
+  await stopKubeletAndWait(ctx);
+  const stopped = wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
+  return `${stopped}${await tearDownWhatKubeletStarted(ctx)}`;
+}
 
 /**
  * PodCIDR, Ready and NetworkReady; a runtime network that cannot be asked is not taken as ready. With `postedSince`,

@@ -2,6 +2,7 @@ import { RunbookError } from '../errors.js';
 import { bootAfterRebootCommand, bootIdentity, RebootCommandFailed, rebootOutcomeFile, rebootRequired, rebootScript, shortBoot } from '../node/reboot.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { stopKubeletForRollback } from './kubelet.js';
 import { waitUntil } from '../wait.js';
 
 /** Why this run reboots the node, or undefined: --reboot always; --reboot-if-required when the node says so. */
@@ -23,7 +24,7 @@ const notRequired = (ctx: RunContext) =>
 export const rebootNode: Step<StepPlan> = {
   name: 'reboot-node',
   title: 'Reboot the node',
-  undo: 'nothing: a reboot cannot be undone (the rollback says so, once the node is back from one it asked); the runtime is rolled back as without it',
+  undo: 'once the node is back from the reboot it asked: stop the kubelet systemd started at boot and tear down what it set up (a reboot cannot be undone)',
   async plan(ctx) {
     const done = ctx.journal.reboot;
     if (done?.after) return { actions: [], summary: `rebooted earlier in this run (boot ${shortBoot(done.before)} -> ${shortBoot(done.after)})` };
@@ -74,7 +75,12 @@ export const rebootNode: Step<StepPlan> = {
   async rollback(ctx) {
     if (!ctx.journal.reboot) return undefined;
     await waitForAskedReboot(ctx);
-    return ctx.journal.reboot ? `${ctx.options.node} was rebooted: a reboot cannot be undone` : `${ctx.options.node} was not rebooted (its reboot command failed)`;
+    if (!ctx.journal.reboot) return `${ctx.options.node} was not rebooted (its reboot command failed)`;
+    const rebooted = `${ctx.options.node} was rebooted: a reboot cannot be undone`;
+    // Systemd started kubelet at boot, and it set up the pods it still has (DaemonSets): stopped and torn down before
+    // the runtime's rollback, unless start-kubelet's own rollback has just done so.
+    if (ctx.journal.steps['start-kubelet'] || !ctx.journal.steps['stop-kubelet']) return rebooted;
+    return `${rebooted}; started by systemd at boot, ${await stopKubeletForRollback(ctx)}`;
   },
 };
 

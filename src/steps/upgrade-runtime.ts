@@ -7,6 +7,7 @@ import { run } from '../node/transport/index.js';
 import { priorVersions, runtimeUnitsOf } from '../runbook/journal.js';
 import { PACKAGES } from '../node/state/gather.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { kubeletActive } from './kubelet.js';
 
 export interface UpgradePlan extends StepPlan {
   install: Record<string, string>;
@@ -160,6 +161,8 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     const installed = await ctx.installedVersions(Object.keys(prior));
     const back = Object.fromEntries(Object.entries(prior).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
+      // The runtime under a running kubelet loses its sandboxes without a CNI DEL: the leak this tool exists to prevent.
+      if (await kubeletActive(ctx)) throw new Error(`kubelet runs on ${ctx.options.node}: nothing reinstalled under it; stop kubelet (and let the rollback tear down what it set up) first`);
       const files = await keptDebsOnNode(ctx, Object.keys(back));
       await install(ctx, back, units, files);
       const wrong = await notInstalled(ctx, back);

@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { bed, bedDocker, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
-import { expectServing, FAULTS_DIR, lease, report, type Target } from './faults.js';
-import { bootOf, pinnedDeployment, slowSshdAtBoot, testDropIn, untilSshDown } from './fixtures.js';
+import { expectServing, FAULTS_DIR, lease, reinstalledFromKept, report, type Target } from './faults.js';
+import { bootOf, pinnedDeployment, slowSshdAtBoot, sshdHeldAtBoot, testDropIn, untilSshDown } from './fixtures.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
 // Reboots as a step of the run (kured's job): pool nodes reboot as machines do (`systemctl reboot` ends the node's
@@ -16,6 +16,9 @@ import { onLeasedNode, useNamespace } from './pool.js';
 const rebootArgs = (t: Target, extra: string[]) => [t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, '--reboot-timeout', '180s', ...extra];
 /** The containerd version the node has now (the reset puts the old one back). */
 const installed = async (t: Target) => (await t.sh("dpkg-query -W -f '${Version}' containerd")).trim();
+/** apt's hook on the node, and where it writes kubelet's state at each dpkg run. */
+const DPKG_HOOK = '/etc/apt/apt.conf.d/90node-maint-test-kubelet';
+const KUBELET_AT_DPKG = '/var/log/node-maint-test-kubelet-at-dpkg';
 /** Waits for the node's container to answer again (after a reboot a test asked for, or a start). */
 const backUp = (t: Target) =>
   waitFor(async () => (await t.sh('systemctl is-system-running --wait >/dev/null 2>&1; systemctl is-active --quiet ssh && echo up').catch(() => '')).includes('up'), 180_000, `${t.name} up, its sshd too`);
@@ -133,42 +136,63 @@ describe('a reboot as a step of the run', () => {
     await expectServing(t, version);
   }));
 
-  it.concurrent('Ctrl-C while the node reboots: stopped within seconds (exit 18), said, the Lease free; --rollback at once waits for the new boot, then undoes the rest', onLeasedNode('docker', async (t) => {
-    await slowSshdAtBoot(t);
-    const [version, boot] = [await installed(t), await bootOf(t)];
-    let sentAt = 0;
-    const stopped = await upgradeNode(rebootArgs(t, ['--reboot']), {
-      onStderr: (text, _kill, running) => {
-        if (sentAt || !text.includes(`waiting up to 180s for ${t.name} to come back`)) return;
-        sentAt = Date.now();
-        running.signal('SIGINT');
-      },
-    });
-    expect(stopped.code, stopped.stderr).toBe(18);
-    expect(Date.now() - sentAt).toBeLessThan(30_000);
-    const r = report(stopped);
-    expect(r).toMatchObject({ result: 'stopped', error: { code: 'stopped' } });
-    expect(r.error.message).toBe(`stopped by SIGINT: it gave up waiting for ${t.name} to come back from its reboot`);
-    expect(r.next).toMatch(/^run the same command again to continue where it stopped \(from reboot-node\)/);
-    expect(r.rollback).toEqual([]);
-    // Not the units it had for the 2 s before the reboot took it down: that it reboots.
-    expect(r.nodeNow).toEqual({ running: [], cordoned: true, rebooting: expect.stringMatching(/^the reboot this run asked at \S+, not yet seen on a new boot$/), unread: 'kubelet, the runtime and the packages not read while it reboots' });
-    const l = await lease(t.name);
-    expect(l.holder).toBeUndefined();
-    expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'reboot-node' }, reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
-    // --rollback at once, as the operator who pressed Ctrl-C would, while the node does not answer: the rollback waits
-    // for its new boot before it undoes the steps that need it (kubelet, the cordon).
-    await untilSshDown(t, boot);
-    const back = await upgradeNode([...rebootArgs(t, ['--reboot']), '--rollback']);
-    expect(back.code, back.stderr).toBe(11);
-    const b = report(back);
-    expect(b.result).toBe('rolled-back');
-    expect(b.rollback.find((x: any) => x.step === 'reboot-node')).toMatchObject({ status: 'done', summary: `${t.name} was rebooted: a reboot cannot be undone` });
-    expect(b.rollback.filter((x: any) => x.status !== 'done')).toEqual([]);
-    expect(back.stderr).toContain(`waiting up to 180s for ${t.name} to come back on a new boot`);
-    expect(await bootOf(t)).not.toBe(boot);
-    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeFalsy();
-    await expectServing(t, version);
+  it.concurrent('--to plus --reboot, Ctrl-C while the node reboots: stopped within seconds (exit 18), said, the Lease free; --rollback at once waits for the new boot, stops the kubelet systemd started at boot and tears down what it set up before containerd goes back (issue 36 item 1)', onLeasedNode('docker', async (t) => {
+    const sshd = await sshdHeldAtBoot(t);
+    const { old, new: target } = bed().containerd;
+    expect(await installed(t)).toBe(old);
+    const boot = await bootOf(t);
+    // Kubelet's state at every dpkg run (apt's hook, kept by the reboot): the runtime is never reinstalled under it.
+    await t.sh(`echo 'DPkg::Pre-Invoke { "systemctl is-active kubelet >> ${KUBELET_AT_DPKG} 2>&1 || true"; };' > ${DPKG_HOOK} && rm -f ${KUBELET_AT_DPKG}`);
+    try {
+      let sentAt = 0;
+      const stopped = await upgradeNode(rebootArgs(t, ['--to', `containerd=${target}`, '--reboot']), {
+        onStderr: (text, _kill, running) => {
+          if (sentAt || !text.includes(`waiting up to 180s for ${t.name} to come back`)) return;
+          sentAt = Date.now();
+          running.signal('SIGINT');
+        },
+      });
+      expect(stopped.code, stopped.stderr).toBe(18);
+      expect(Date.now() - sentAt).toBeLessThan(30_000);
+      const r = report(stopped);
+      expect(r).toMatchObject({ result: 'stopped', error: { code: 'stopped' } });
+      expect(r.error.message).toBe(`stopped by SIGINT: it gave up waiting for ${t.name} to come back from its reboot`);
+      expect(r.next).toMatch(/^run the same command again to continue where it stopped \(from reboot-node\)/);
+      expect(r.rollback).toEqual([]);
+      // Not the units it had for the 2 s before the reboot took it down: that it reboots.
+      expect(r.nodeNow).toEqual({ running: [], cordoned: true, rebooting: expect.stringMatching(/^the reboot this run asked at \S+, not yet seen on a new boot$/), unread: 'kubelet, the runtime and the packages not read while it reboots' });
+      const l = await lease(t.name);
+      expect(l.holder).toBeUndefined();
+      expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'SIGINT', step: 'reboot-node' }, reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
+      // The new boot's kubelet, enabled as every node's is, sets up the DaemonSet's pod while the node is still silent.
+      await untilSshDown(t, boot);
+      await waitFor(async () => Number((await t.sh('crictl pods --state ready -q 2>/dev/null | wc -l')).trim()) > 0, 120_000, `a pod sandbox made at boot on ${t.name}`);
+      // --rollback at once, as the operator who pressed Ctrl-C would, while the node does not answer: the rollback waits
+      // for its new boot before it undoes the steps that need it (kubelet, the runtime, the cordon).
+      let released: Promise<string> | undefined;
+      const back = await upgradeNode([...rebootArgs(t, ['--to', `containerd=${target}`, '--reboot']), '--rollback'], {
+        onStderr: (text) => {
+          if (!released && text.includes(`waiting up to 180s for ${t.name} to come back on a new boot`)) released = sshd.release();
+        },
+      });
+      await released;
+      expect(back.code, back.stderr).toBe(11);
+      const b = report(back);
+      expect(b.result).toBe('rolled-back');
+      expect(b.rollback.map((x: any) => x.step)).toEqual(['reboot-node', 'upgrade-runtime', 'clear-state', 'teardown-sandboxes', 'stop-kubelet', 'cordon']);
+      expect(b.rollback.filter((x: any) => x.status !== 'done')).toEqual([]);
+      expect(b.rollback[0].summary).toMatch(new RegExp(`^${t.name} was rebooted: a reboot cannot be undone; started by systemd at boot, kubelet stopped for the runtime rollback; what kubelet set up meanwhile torn down: [1-9]\\d* attachment\\(s\\) torn down`));
+      expect(b.rollback[1].summary).toMatch(reinstalledFromKept('containerd', old));
+      expect(await bootOf(t)).not.toBe(boot);
+      const atDpkg = (await t.sh(`cat ${KUBELET_AT_DPKG}`)).trim().split('\n');
+      expect(atDpkg.length).toBeGreaterThanOrEqual(2);
+      expect(atDpkg.filter((state) => state !== 'inactive'), 'kubelet at each dpkg run').toEqual([]);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeFalsy();
+      await expectServing(t, old);
+    } finally {
+      await sshd.release();
+      await t.sh(`rm -f ${DPKG_HOOK} ${KUBELET_AT_DPKG}`);
+    }
   }));
 
   it.concurrent('a failure after the reboot, before uncordon (kubelet refuses the new containerd at every boot): the runtime rolled back, the rollback says the reboot cannot be undone; exit 11', onLeasedNode('containerd', async (t) => {

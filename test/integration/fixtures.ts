@@ -183,6 +183,17 @@ export const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/
 /** The node's sshd starts 15 s late at each boot: a reboot leaves what the runbook reaches it by silent that long. */
 export const slowSshdAtBoot = (t: TestNode) => testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sleep 15']);
 
+/**
+ * The node's sshd waits at each boot until `release()` (a gate file under /var/lib, kept by a reboot): the node stays
+ * silent for as long as the test needs, whatever the speed of what it runs meanwhile.
+ */
+export async function sshdHeldAtBoot(t: TestNode) {
+  const gate = '/var/lib/node-maint-test-sshd-gate';
+  await t.sh(`touch ${gate}`);
+  const dropIn = await testDropIn(t, 'ssh.service', [`ExecStartPre=/bin/sh -c "while [ -e ${gate} ]; do sleep 1; done"`, 'TimeoutStartSec=900']);
+  return { dropIn, release: () => t.sh(`rm -f ${gate}`) };
+}
+
 /** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot). */
 export const untilSshDown = (t: TestNode, boot: string) =>
   waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${t.name} rebooted, its sshd not up yet`);

@@ -57,14 +57,16 @@ describe('a node\'s boot, as the reboot step reads it', () => {
 describe('the reboot step in a rollback', () => {
   it('says a reboot cannot be undone where the run rebooted, and nothing where it did not', async () => {
     const { rebootNode } = await import('../../../src/steps/reboot.js');
-    const ctx = (reboot?: object) => ({ options: { node: 'n1' }, journal: { reboot } }) as never;
+    const ctx = (reboot?: object, steps: object = {}) => ({ options: { node: 'n1' }, journal: { reboot, steps } }) as never;
     expect(await rebootNode.rollback!(ctx({ before: 'a/1', at: '', after: 'a/2' }))).toBe('n1 was rebooted: a reboot cannot be undone');
     expect(await rebootNode.rollback!(ctx())).toBeUndefined();
+    // start-kubelet's own rollback, just before, stopped the kubelet of the new boot: nothing more to stop.
+    expect(await rebootNode.rollback!(ctx({ before: 'a/1', at: '', after: 'a/2' }, { 'stop-kubelet': { status: 'done' }, 'start-kubelet': { status: 'rolled-back' } }))).toBe('n1 was rebooted: a reboot cannot be undone');
   });
 
   it('waits, before the steps undone after it, for the new boot of a reboot asked and not yet seen (a stop in its wait)', async () => {
     const { rebootNode } = await import('../../../src/steps/reboot.js');
-    const journal = { reboot: { before: 'an-older-boot/1', at: '', asked: '2026-11-27T20:00:00Z' } };
+    const journal = { reboot: { before: 'an-older-boot/1', at: '', asked: '2026-11-27T20:00:00Z' }, steps: {} };
     const lines: string[] = [];
     const reader = new LocalTransport();
     let reads = 0;
@@ -74,7 +76,7 @@ describe('the reboot step in a rollback', () => {
     expect([lines, reads]).toEqual([['waiting up to 5s for n1 to come back on a new boot'], 1]);
     // Not asked (the run ended between its journal and the command): no wait, nothing read.
     lines.length = 0;
-    expect(await rebootNode.rollback!({ ...ctx, journal: { reboot: { before: 'an-older-boot/1', at: '' } } } as never)).toBe('n1 was rebooted: a reboot cannot be undone');
+    expect(await rebootNode.rollback!({ ...ctx, journal: { reboot: { before: 'an-older-boot/1', at: '' }, steps: {} } } as never)).toBe('n1 was rebooted: a reboot cannot be undone');
     expect([lines, reads]).toEqual([[], 1]);
   });
 });
