@@ -4,6 +4,9 @@ import { stoppedError } from './runbook/stop.js';
 /** Not yet: the condition is still false; its message says what was seen. */
 class NotYet extends Error {}
 
+/** The wait ran out of time: its message says what it waited for and what it saw last. */
+export class WaitTimedOut extends Error {}
+
 export interface WaitOptions {
   timeoutMs: number;
   intervalMs?: number;
@@ -37,7 +40,7 @@ export async function waitUntil(what: string, check: () => Promise<true | string
     );
   } catch (e) {
     if (options.signal?.aborted) throw stoppedError(options.signal, `it gave up waiting for ${what}`);
-    if (e instanceof NotYet) throw new Error(`timed out after ${Math.round(options.timeoutMs / 1000)}s waiting for ${what}${last ? `: ${last}` : ''}`);
+    if (e instanceof NotYet) throw new WaitTimedOut(`timed out after ${Math.round(options.timeoutMs / 1000)}s waiting for ${what}${last ? `: ${last}` : ''}`);
     throw e;
   }
 }

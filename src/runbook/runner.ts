@@ -113,7 +113,9 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
     }
     if (touched) report.steps = mergeJournal(report.steps, journal);
     if (touched && !options.dryRun) await releaseKeptDebs(ctx);
-    report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
+    // A stopped run read the node once already (nodeNow, bounded): a node that stopped answering is not asked again.
+    if (report.result === 'stopped') report.versions.after = report.nodeNow?.packages ?? (report.nodeNow ? {} : { ...report.versions.before });
+    else report.versions.after = options.dryRun ? {} : await installedVersions(ctx, Object.keys(options.targets)).catch(() => ({}));
     // Refused before it read the node's prior state, it changed nothing: what is installed now is what was.
     if (!touched && Object.keys(report.versions.before).length === 0) report.versions.before = { ...report.versions.after };
     report.pointOfNoReturn = journal.pointOfNoReturn;

@@ -41,6 +41,9 @@ export async function waitForEarlierCommands(ctx: RunContext): Promise<void> {
   ctx.progress('the earlier command(s) ended: planning from what the node is now');
 }
 
+/** How long a stop reads what the node is like: with the 15 s grace of a command under way, a stop ends within 30 s. */
+export const NODE_NOW_READ_MS = 10_000;
+
 /** What the node is like as the run stops: what an operator weighs before continuing or rolling back. */
 export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
   const reboot = ctx.journal.reboot;
@@ -51,28 +54,30 @@ export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
   }
   const now: NodeNow = { running: [] };
   const problems: string[] = [];
+  const answered = new Set<string>();
   const prior = ctx.journal.prior;
-  await Promise.all([
-    getNode(ctx.leaseFencedCluster, ctx.options.node).then(
-      (node) => void (now.cordoned = node.spec.unschedulable === true),
-      (e) => problems.push(`the Node (${messageOf(e)})`),
-    ),
-    (async () => {
+  const read = (what: string, work: () => Promise<void>) =>
+    work().then(
+      () => void answered.add(what),
+      (e) => void (answered.add(what), problems.push(`${what} (${messageOf(e)})`)),
+    );
+  const reads: Record<string, () => Promise<void>> = {
+    'the Node': async () => void (now.cordoned = (await getNode(ctx.leaseFencedCluster, ctx.options.node)).spec.unschedulable === true),
+    'the units': async () => {
       const kubelet = kubeletUnitOf(ctx.journal);
       const units = prior ? runtimeUnitsOf(prior) : [];
       const states = parseUnitStates(await run(ctx.reader, unitStatesScript([kubelet, ...units])));
       now.kubelet = states.get(kubelet) ? 'running' : 'stopped';
       now.runtime = Object.fromEntries(units.map((u) => [u, states.get(u) ? 'running' : 'stopped']));
-    })().catch((e) => problems.push(`the units (${messageOf(e)})`)),
-    ctx.installedVersions(Object.keys(ctx.journal.targets)).then(
-      (v) => void (now.packages = v),
-      (e) => problems.push(`the packages (${messageOf(e)})`),
-    ),
-    runningCommands(ctx).then(
-      ({ commands }) => void (now.running = commands.map((c) => describeCommands([c]))),
-      (e) => problems.push(`the run's commands (${messageOf(e)})`),
-    ),
-  ]);
+    },
+    'the packages': async () => void (now.packages = await ctx.installedVersions(Object.keys(ctx.journal.targets))),
+    "the run's commands": async () => void (now.running = (await runningCommands(ctx)).commands.map((c) => describeCommands([c]))),
+  };
+  // Read side by side, for NODE_NOW_READ_MS at most: a node that stopped answering does not hold the stop up.
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(Object.entries(reads).map(([what, work]) => read(what, work))), new Promise((r) => (timer = setTimeout(r, NODE_NOW_READ_MS)))]);
+  clearTimeout(timer);
+  for (const what of Object.keys(reads)) if (!answered.has(what)) problems.push(`${what} (no answer within ${NODE_NOW_READ_MS / 1000}s)`);
   if (problems.length > 0) now.unread = `could not read ${problems.join(', ')}`;
   return now;
 }

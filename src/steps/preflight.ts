@@ -19,7 +19,7 @@ import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import { finishedEarlier, type PriorState } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
-import { waitUntil } from '../wait.js';
+import { waitUntil, WaitTimedOut } from '../wait.js';
 import { planTeardown } from './teardown-sandboxes.js';
 import { rebootReason } from './reboot.js';
 
@@ -203,6 +203,8 @@ async function waitForPackageLock(ctx: RunContext, state: NodeState): Promise<st
       { timeoutMs: options.lockTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for the dpkg lock: ${seen}`), signal: ctx.stop },
     );
   } catch (e) {
+    // A stop (or a node that stops answering) is said as what it is, not as a lock held too long.
+    if (!(e instanceof WaitTimedOut)) throw e;
     throw refuse(`the dpkg lock on ${options.node} was not released in ${options.lockTimeoutSeconds}s (${(e as Error).message.split(': ').pop()}); nothing was changed. Let that apt finish (or raise --lock-timeout) and run again`);
   }
   return ['dpkg lock free'];

@@ -67,10 +67,23 @@ describe('dpkg interrupted, locked, held', () => {
     await expectServing(t, bed().containerd.new);
   }));
 
-  it.concurrent('the dpkg lock held for longer than --lock-timeout: refused before anything changed, the holder named', onNode(async (t) => {
+  it.concurrent('the dpkg lock held for longer than --lock-timeout: refused before anything changed, the holder named; a Ctrl-C in the wait is a stop, said as one (issue 36 item 6)', onNode(async (t) => {
     const locker = await holdDpkgLock(t, 600);
     try {
       const before = await nodeFingerprint(t);
+      let sentAt = 0;
+      const stopped = await upgradeNode(upgradeArgs(t, bed().containerd.new), {
+        onStderr: (text, _kill, running) => {
+          if (sentAt || !text.includes('waiting for the dpkg lock: held by')) return;
+          sentAt = Date.now();
+          running.signal('SIGINT');
+        },
+      });
+      expect(stopped.code, stopped.stderr).toBe(18);
+      expect(Date.now() - sentAt).toBeLessThan(10_000);
+      expect(report(stopped).error.message).toBe(`stopped by SIGINT: it gave up waiting for the dpkg lock on ${t.name}`);
+      expect(stopped.stderr).not.toContain('--lock-timeout');
+      expect(await nodeFingerprint(t)).toEqual(before);
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new, ['--lock-timeout', '10s']));
       expect(result.code, result.stderr).toBe(10);
       expect(result.stderr).toContain(`was not released in 10s (held by PID ${locker.pid} (perl`);
