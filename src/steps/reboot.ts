@@ -114,10 +114,17 @@ async function notRebooted(ctx: RunContext): Promise<void> {
   await ctx.saveJournal();
 }
 
-/** Polls the node until it answers on a new boot; a host key or login refused fails at once, silence is waited out. */
+/** How long logins refused after a reboot are taken for boot's /run/nologin rather than a changed key or user. */
+const LOGIN_REFUSED_GRACE_MS = 60_000;
+
+/**
+ * Polls the node until it answers on a new boot; another host key fails at once, logins refused for longer than
+ * LOGIN_REFUSED_GRACE_MS too; silence is waited out.
+ */
 async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> {
   let after = '';
   let wentDown = false;
+  let refusedSince: number | undefined;
   const started = Date.now();
   ctx.progress(`waiting up to ${ctx.options.rebootTimeoutSeconds}s for ${ctx.options.node} to come back on a new boot`);
   try {
@@ -127,8 +134,15 @@ async function waitForNewBoot(ctx: RunContext, before: string): Promise<string> 
         try {
           after = await bootAfterRebootCommand(ctx.reader, before, rebootOutcomeFile(ctx.runId), ctx.options.rebootCommand);
         } catch (e) {
-          if (e instanceof RebootCommandFailed || (e instanceof RunbookError && (e.code === 'hostKey' || e.code === 'authentication'))) throw e;
+          if (e instanceof RebootCommandFailed || (e instanceof RunbookError && e.code === 'hostKey')) throw e;
           wentDown = true;
+          if (e instanceof RunbookError && e.code === 'authentication') {
+            // While a node shuts down or boots, systemd's /run/nologin makes pam_nologin refuse every login but root's.
+            refusedSince ??= Date.now();
+            if (Date.now() - refusedSince > LOGIN_REFUSED_GRACE_MS) throw new RunbookError('authentication', `${e.message}, for ${LOGIN_REFUSED_GRACE_MS / 1000}s after its reboot (longer than /run/nologin holds logins at boot: a changed key or user?)`, { cause: e });
+            return 'logins refused (/run/nologin while it boots?)';
+          }
+          refusedSince = undefined;
           return `down (${Math.round((Date.now() - started) / 1000)}s)`;
         }
         return after === before ? 'not rebooted yet' : true;

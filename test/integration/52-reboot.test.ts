@@ -195,6 +195,19 @@ describe('a reboot as a step of the run', () => {
     }
   }));
 
+  it.concurrent('a boot that refuses logins for 20 s (/run/nologin, as systemd has it until boot ends): the non-root user waits it out and finishes (issue 36 item 8)', onLeasedNode('any', async (t) => {
+    expect(bed().sshUser).not.toBe('root');
+    // Systemd writes /run/nologin early at boot and removes it once boot is done; here sshd answers 20 s before that.
+    await testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sh -c "echo booting > /run/nologin && systemd-run --on-active=20 /bin/rm -f /run/nologin"']);
+    const [version, boot] = [await installed(t), await bootOf(t)];
+    const result = await upgradeNode(rebootArgs(t, ['--reboot']));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('logins refused (/run/nologin while it boots?)');
+    expect(report(result).result).toBe('rebooted');
+    expect(await bootOf(t)).not.toBe(boot);
+    await expectServing(t, version);
+  }));
+
   it.concurrent('a failure after the reboot, before uncordon (kubelet refuses the new containerd at every boot): the runtime rolled back, the rollback says the reboot cannot be undone; exit 11', onLeasedNode('containerd', async (t) => {
     const { faulty, old } = bed().containerd;
     // A fault that outlives the reboot (the bed's switches live in /run): a drop-in under /etc writes the switch before
