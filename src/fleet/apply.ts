@@ -126,7 +126,8 @@ export async function notifyNodeEnd(webhook: string | undefined, inputs: NodeUpg
 }
 
 /** The node passed by, as it was: the state label says skipped, an annotation and a Warning Event say why. */
-export async function markSkipped(inputs: NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void> {
+export async function markSkipped(inputs: NodeUpgradeInputs, runId: string | undefined, reason: string, log: (line: string) => void): Promise<void> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
-  await new NodeMarker(cluster, inputs.node, runId, (line) => log(`[${inputs.node}] ${line}`)).skipped(reason);
+  // Passed by before any run (a blocking pod): the Events' reporting instance is the fleet.
+  await new NodeMarker(cluster, inputs.node, runId ?? inputs.fleet ?? 'fleet', (line) => log(`[${inputs.node}] ${line}`)).skipped(reason);
 }

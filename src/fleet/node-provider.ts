@@ -34,7 +34,7 @@ export interface NodeRunDeps {
   beforeFleetNode(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, options?: { alerts: boolean; maintaining?: string[]; signal?: AbortSignal }): Promise<NodeBefore>;
   unfinishedRun(inputs: fleet.NodeUpgradeInputs): Promise<string | undefined>;
   upgradeFleetNode(inputs: fleet.NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport>;
-  markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string, reason: string, log: (line: string) => void): Promise<void>;
+  markSkipped(inputs: fleet.NodeUpgradeInputs, runId: string | undefined, reason: string, log: (line: string) => void): Promise<void>;
   afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
   notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
@@ -95,6 +95,8 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
   const blocked = unfinished ? undefined : await deps.waitForBlockingPods(rest, log, cancel).then(() => undefined, (e: Error) => (cancel.aborted ? notStarted(e) : e.message));
   if (blocked !== undefined && inputs.undrainable !== 'skip') await stop({ result: 'not-started', error: blocked });
   if (blocked !== undefined) {
+    // Marked as an undrainable node the runbook passed by is (label, annotation, Event), though no run began.
+    await deps.markSkipped(rest, undefined, blocked, log).catch((e: Error) => stop({ result: 'not-started', error: `held by a blocking pod, and could not be marked skipped: ${e.message}` }));
     log(`[${inputs.node}] skipped (undrainable, left as it was): ${blocked}`);
     await tell({ result: SKIPPED_RESULT, error: blocked });
     return { node: inputs.node, targets: inputs.targets, wave: inputs.wave ?? null, result: SKIPPED_RESULT, skipped: blocked, runId: null, versionsBefore: {}, versionsAfter: {}, steps: [], audit: null, durationMs: 0, providerMs: 0 };

@@ -50,12 +50,16 @@ export function nodeFailure(o: NodeOutcome): string {
   return `${o.node}: ${o.result === 'not-started' ? 'not started' : o.result}${exit}: ${withoutNode(o.node, o.error ?? 'no reason given')}`;
 }
 
+/** " (a 1 -> a 2)"; nothing for a run that changed no package (a reboot alone). */
+const changedVersions = ({ versionsBefore: before, versionsAfter: after }: NodeOutcome) =>
+  before && after && (Object.keys(before).length > 0 || Object.keys(after).length > 0) ? ` (${pairs(before)} -> ${pairs(after)})` : '';
+
 export function nodeEnded(fleet: string, o: NodeOutcome): FleetMessage {
   const event: FleetEvent = o.result === 'skipped-undrainable' ? 'node-skipped' : o.result === 'not-started' ? 'node-held' : o.error !== undefined ? 'node-failed' : 'node-finished';
   const took = o.durationMs !== undefined ? ` in ${Math.round(o.durationMs / 1000)}s` : '';
   const what =
     event === 'node-finished'
-      ? `${o.node}: ${o.result}${o.versionsBefore && o.versionsAfter ? ` (${pairs(o.versionsBefore)} -> ${pairs(o.versionsAfter)})` : ''}${took}`
+      ? `${o.node}: ${o.result}${changedVersions(o)}${took}`
       : event === 'node-skipped'
         ? `${o.node}: skipped as undrainable, left as it was: ${o.error ?? ''}`
         : event === 'node-held'

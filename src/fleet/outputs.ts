@@ -16,11 +16,16 @@ export function skippedNodes(resources: Record<string, NodeRuntimeUpgrade>): pul
   });
 }
 
-/** Every node's result once all are done; posted to the webhook on `pulumi up` (never on a preview). */
-export function fleetEnd(resources: Record<string, NodeRuntimeUpgrade>, skipped: pulumi.Output<Record<string, string>>, { fleet, webhook }: { fleet: string; webhook?: string }): pulumi.Output<Record<string, string>> {
+/**
+ * Every node's result once all are done; posted to the webhook on `pulumi up` (never on a preview), counting only the
+ * nodes this `pulumi up` ran (`changing`): an unchanged resource keeps the result of an earlier one.
+ */
+export function fleetEnd(resources: Record<string, NodeRuntimeUpgrade>, skipped: pulumi.Output<Record<string, string>>, { fleet, webhook, changing }: { fleet: string; webhook?: string; changing: string[] }): pulumi.Output<Record<string, string>> {
   const results = pulumi.all(Object.fromEntries(Object.entries(resources).map(([name, r]) => [name, r.result])));
   return pulumi.all([results, skipped]).apply(async ([byNode, passed]) => {
-    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetEnded(fleet, Object.fromEntries(Object.entries(byNode as Record<string, string>).map(([n, result]) => [n, { result }])), passed), (l) => pulumi.log.warn(l));
+    const ran = (entries: Array<[string, string]>) => entries.filter(([n]) => changing.includes(n));
+    const ends = Object.fromEntries(ran(Object.entries(byNode as Record<string, string>)).map(([n, result]) => [n, { result }]));
+    if (!pulumi.runtime.isDryRun()) await postMessage(webhook, fleetEnded(fleet, ends, Object.fromEntries(ran(Object.entries(passed)))), (l) => pulumi.log.warn(l));
     return byNode as Record<string, string>;
   });
 }

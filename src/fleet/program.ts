@@ -19,6 +19,7 @@ import { SERVICE_ACCOUNT } from './rbac-objects.js';
 import { NodeRuntimeUpgrade } from './resource.js';
 import { planFleetWaves } from './waves.js';
 import { describeWindow, localTime, windowAt } from './window.js';
+import { nodeTimeoutMinutes } from './node-timeout.js';
 
 // Pulumi's SDK captures and formats (through source-map-support) a stack trace for every promise and every resource
 // it makes: at 1,000 nodes that was half of `pulumi preview` (bench:fleet, 35 s -> 18 s). The program's errors are
@@ -234,9 +235,7 @@ async function planFleet() {
     pulumi.log.info(`${pulumi.runtime.isDryRun() ? 'would taint' : 'tainted'} ${waitingNodes.join(', ')} ${WAITING_TAINT_KEY}=${waitingTaintValue(fleet)}:PreferNoSchedule until each one's run ends (preferNoScheduleWhileWaiting)`);
   }
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
-  // A node's run may wait for alerts, then for its workloads and the soak, on top of the upgrade itself.
-  const g = config.gates;
-  const timeoutMinutes = 60 + Math.ceil(((g.alerts?.holdTimeoutSeconds ?? 0) + g.workloadsTimeoutSeconds + g.soakSeconds) / 60);
+  const timeoutMinutes = nodeTimeoutMinutes(config);
   const timeout = `${timeoutMinutes}m`;
   // @pulumi/kubernetes (and its plugin) only for a stack that makes the RBAC. Its nodes' runbooks then hold only that:
   // a token of its ServiceAccount, outliving the node's run.
@@ -295,7 +294,7 @@ async function planFleet() {
     skipped,
     // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes. A
     // failed node ends the program (the engine stops it), so a failed fleet's end is told by the provider instead.
-    finished: fleetEnd(resources, skipped, { fleet, webhook: changing.length > 0 ? config.webhook : undefined }),
+    finished: fleetEnd(resources, skipped, { fleet, webhook: changing.length > 0 ? config.webhook : undefined, changing }),
     nodes: Object.fromEntries(
       Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),
     ),

@@ -71,7 +71,8 @@ function watch(): ProviderProcess {
   process.on('SIGTERM', closing);
   const hears = hearEngineCancel(() => {
     if (controller.signal.aborted) return;
-    log(`node-maint: ${CANCELLED} (the engine's Cancel): no node starts; a node under way stops at its next safe point`);
+    // The engine also cancels its providers as every update ends: said only when a node is under way to hear it.
+    if (running > 0) log(`node-maint: ${CANCELLED} (the engine's Cancel): no node starts; a node under way stops at its next safe point`);
     controller.abort(CANCELLED);
   });
   if (!hears) log('node-maint: cannot hear the engine\'s Cancel with this @grpc/grpc-js: a cancelled `pulumi up` lets the nodes under way finish');

@@ -22,6 +22,7 @@ const STATE_OF_STEP: Record<string, string> = {
   'teardown-sandboxes': 'upgrading',
   'clear-state': 'upgrading',
   'upgrade-runtime': 'upgrading',
+  'reboot-node': 'rebooting',
   'start-kubelet': 'verifying',
   'prove-node': 'verifying',
   uncordon: 'verifying',
@@ -44,6 +45,8 @@ export class NodeMarker {
   private state = '';
   private warned = false;
   private uid?: string;
+  /** A run that changes no package: it reboots the node (a run with neither does nothing and marks nothing). */
+  private rebootOnly = false;
 
   constructor(
     private readonly cluster: Cluster,
@@ -56,17 +59,25 @@ export class NodeMarker {
   begin(from: Record<string, string>, to: Record<string, string>, state: string): void {
     if (this.active) return;
     this.active = true;
-    // A fleet's earlier skip is history once a run changes the node again.
-    this.setState(state, { [RUN_ID_ANNOTATION]: this.runId, [FROM_ANNOTATION]: pairs(from), [TO_ANNOTATION]: pairs(to), [SKIPPED_ANNOTATION]: null });
-    this.event('Normal', 'MaintenanceStarted', `node-maint run ${this.runId}: ${pairs(from)} -> ${pairs(to)}`);
+    this.rebootOnly = Object.keys(to).length === 0;
+    // A fleet's earlier skip is history once a run changes the node again; a reboot alone has no versions to name.
+    const versions = this.rebootOnly ? { [FROM_ANNOTATION]: null, [TO_ANNOTATION]: null } : { [FROM_ANNOTATION]: pairs(from), [TO_ANNOTATION]: pairs(to) };
+    this.setState(this.stateOf(state), { [RUN_ID_ANNOTATION]: this.runId, ...versions, [SKIPPED_ANNOTATION]: null });
+    this.event('Normal', 'MaintenanceStarted', `node-maint run ${this.runId}: ${this.rebootOnly ? 'a reboot, no package changed' : `${pairs(from)} -> ${pairs(to)}`}`);
+  }
+
+  /** A reboot alone is not an upgrade: its steps before the reboot say `rebooting`. */
+  private stateOf(state: string): string {
+    return this.rebootOnly && state === 'upgrading' ? 'rebooting' : state;
   }
 
   /** Follows the run's events: the state of each step as it starts, an Event at the milestones. */
   observe(e: RunEvent): void {
     if (!this.active) return;
-    if (e.type === 'step' && e.phase === 'start' && STATE_OF_STEP[e.step]) this.setState(STATE_OF_STEP[e.step]!);
+    if (e.type === 'step' && e.phase === 'start' && STATE_OF_STEP[e.step]) this.setState(this.stateOf(STATE_OF_STEP[e.step]!));
     if (e.type === 'step' && e.phase === 'done' && e.step === 'drain') this.event('Normal', 'Drained', e.summary);
     if (e.type === 'step' && e.phase === 'done' && e.step === 'upgrade-runtime') this.event('Normal', 'RuntimeUpgraded', e.summary);
+    if (e.type === 'step' && e.phase === 'done' && e.step === 'reboot-node') this.event('Normal', 'Rebooted', e.summary);
   }
 
   /** The run's end: the final state, and an Event saying how it ended. Waits for every mark to be written. */
@@ -79,7 +90,7 @@ export class NodeMarker {
       else if (state === 'rolled-back') this.event('Warning', 'RolledBack', `rolled back to ${pairs(report.versions.before)}: ${why}`);
       else if (state === 'stopped') this.event('Warning', 'MaintenanceStopped', `${why}${report.next ? `; ${report.next}` : ''}`);
       else if (state === 'failed') this.event('Warning', 'MaintenanceFailed', `${report.result}: ${why}${report.next ? `; ${report.next}` : ''}`);
-      else this.event('Normal', 'MaintenanceDone', `${pairs(report.versions.after)}, audit clean`);
+      else this.event('Normal', 'MaintenanceDone', `${[pairs(report.versions.after), report.reboot?.after ? 'rebooted' : ''].filter(Boolean).join(', ') || 'nothing changed'}, audit clean`);
     }
     await this.queue;
   }

@@ -150,7 +150,9 @@ async function nodeReportsTargets(ctx: RunContext): Promise<string> {
   );
   const last = reportedRuntimeAtTargets(reported, ctx.options.targets);
   if (last.status === 'unreported') return `${last.message}: the daemon's own version was checked instead`;
-  return last.status === 'matches' ? `the node reports ${reported}` : `the node reports ${reported} (not the upgraded runtime)`;
+  // A run that upgraded nothing (a reboot alone) has no upgraded runtime to name.
+  const upgradedNothing = Object.keys(ctx.options.targets).length === 0;
+  return last.status === 'matches' || upgradedNothing ? `the node reports ${reported}` : `the node reports ${reported} (not the upgraded runtime)`;
 }
 
 /** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */

@@ -67,7 +67,9 @@ export const rebootNode: Step<StepPlan> = {
       throw e;
     });
     ctx.journal.reboot.after = after;
-    return `rebooted in ${Math.round((Date.now() - t0) / 1000)}s (boot ${shortBoot(before)} -> ${shortBoot(after)})`;
+    // From when the reboot was asked, by whichever process of the run asked it: a resume's own wait may be 0 s.
+    const since = Date.parse(ctx.journal.reboot.asked ?? '') || t0;
+    return `rebooted in ${Math.round((Date.now() - since) / 1000)}s (boot ${shortBoot(before)} -> ${shortBoot(after)})`;
   },
   async verify(ctx) {
     if (!ctx.journal.reboot?.after) throw new RunbookError('internal', 'the reboot was not seen');

@@ -1,8 +1,9 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, kubectlJson, waitFor } from './bed.js';
 import { pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
+import { webhookReceiver } from './webhook.js';
 
 // kured's job for a fleet: `reboot: if-required` reboots, one wave after the other, the nodes whose sentinel says so
 // (unattended-upgrades writes /var/run/reboot-required), and leaves the others unchanged.
@@ -10,16 +11,31 @@ const FLEET = useNodes('any', 'any', 'any');
 const ns = useNamespace();
 const names = () => FLEET.map((n) => n.name);
 const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
+/** The node's node-maint marks: its state label, its annotations, and the Events of its last run ("Reason: message"). */
+async function marksOf(t: TestNode) {
+  const node = await kubectlJson('get', 'node', t.name);
+  const annotations = Object.fromEntries(Object.entries(node.metadata.annotations ?? {}).filter(([k]) => k.startsWith('node-maint.io/')));
+  const runId = annotations['node-maint.io/run-id'];
+  const events = (await kubectlJson('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${t.name},source=node-maint`)).items
+    .filter((e: any) => e.reportingInstance === runId)
+    .sort((a: any, b: any) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp))
+    .map((e: any) => `${e.reason}: ${e.message}`);
+  return { state: node.metadata.labels?.['node-maint.io/state'], annotations, events };
+}
 
 describe('pulumi up with reboot: if-required', () => {
   let stack: PulumiStack;
+  let hook: Awaited<ReturnType<typeof webhookReceiver>>;
 
   beforeAll(async () => {
+    hook = await webhookReceiver();
     stack = await newStack('fleet-reboot');
     await configureBedFleet(stack, names(), 1);
     await stack.run(['config', 'rm', 'node-maint:targets', '--config-file', stack.configFile]);
     await stack.set('reboot', 'if-required');
+    await stack.set('webhook', hook.url, true);
   });
+  afterAll(() => void hook.server.close());
 
   it('preview says which nodes need a reboot and why; up reboots those, in waves, and leaves the third unchanged', async () => {
     const [first, second, third] = FLEET as [TestNode, TestNode, TestNode];
@@ -37,7 +53,31 @@ describe('pulumi up with reboot: if-required', () => {
     const running = stack.start(['up', '--yes', '--skip-preview']);
     await waitFor(async () => (await kubectlJson('get', 'node', first.name)).spec.unschedulable === true, 120_000, `${first.name} cordoned`);
     taintedWhile.push(await taints(first), await taints(second), await taints(third));
-    expect(await running.done, running.output()).toBe(0);
+    // The states the first node's label takes while it is maintained: a reboot alone never says `upgrading`.
+    const states = new Set<string>();
+    let ended = false;
+    const exit = running.done.finally(() => (ended = true));
+    while (!ended && !(await kubectlJson('get', 'node', third.name)).spec.unschedulable) {
+      states.add((await marksOf(first)).state);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(await exit, running.output()).toBe(0);
+    expect(states.has('rebooting') && !states.has('upgrading'), [...states].join(', ')).toBe(true);
+    // A `pulumi up` nobody stopped says nothing of a Cancel (the engine cancels its providers as every update ends).
+    expect(running.output()).not.toContain("the engine's Cancel");
+    // Its words and marks name a reboot, not versions it did not change (issue 36 item 9).
+    const marks = await marksOf(first);
+    expect(marks.state).toBe('done');
+    expect(marks.annotations).not.toHaveProperty('node-maint.io/from');
+    expect(marks.annotations).not.toHaveProperty('node-maint.io/to');
+    expect(marks.events.filter((e: string) => !e.startsWith('Drained: '))).toEqual([
+      `MaintenanceStarted: node-maint run ${marks.annotations['node-maint.io/run-id']}: a reboot, no package changed`,
+      expect.stringMatching(/^Rebooted: rebooted in \d+s \(boot /),
+      'MaintenanceDone: rebooted, audit clean',
+    ]);
+    expect(running.output()).not.toContain('(not the upgraded runtime)');
+    expect(hook.messages.find((m) => m.event === 'node-finished' && m.node === first.name)!.text).toMatch(new RegExp(`: ${first.name}: rebooted in \\d+s$`));
+    expect(hook.messages.at(-1)).toMatchObject({ event: 'fleet-finished', results: { [first.name]: 'rebooted', [third.name]: 'rebooted' } });
     expect(running.output()).toMatch(new RegExp(`tainted ${first.name}, ${third.name} node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule until each one's run ends`));
     expect(taintedWhile).toEqual([['node-maint.fleet-reboot:PreferNoSchedule'], [], ['node-maint.fleet-reboot:PreferNoSchedule']]);
     for (const t of FLEET) expect(await taints(t)).toEqual([]);
@@ -66,7 +106,17 @@ describe('pulumi up with reboot: if-required', () => {
     await stack.set('blockingPodTimeoutSeconds', '15');
     await stack.set('undrainable', 'skip');
     const boots = await Promise.all([first, third].map(bootOf));
+    hook.messages.length = 0;
     const up = await stack.run(['up', '--yes', '--skip-preview']);
+    // Counted: the nodes this up ran, not the second's nothing-to-do carried over from the last one.
+    expect(hook.messages.at(-1)).toMatchObject({ event: 'fleet-finished', results: { [first.name]: 'rebooted', [third.name]: 'skipped-undrainable' } });
+    expect(Object.keys(hook.messages.at(-1)!.results as object).sort()).toEqual([first.name, third.name].sort());
+    // Passed by for its blocking pod, marked as the README says a skip is: label, annotation, Warning Event.
+    const skippedMarks = await marksOf(third);
+    expect(skippedMarks.state).toBe('skipped');
+    expect(skippedMarks.annotations['node-maint.io/skipped']).toMatch(/held by blocking pod\(s\)/);
+    const skipEvents = (await kubectlJson('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${third.name},reason=MaintenanceSkipped`)).items;
+    expect(skipEvents.map((e: any) => e.message)).toContainEqual(expect.stringMatching(/^passed by, left as it was \(undrainable\): .*held by blocking pod/));
     const nodes = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout).nodes;
     expect([nodes[first.name].result, nodes[third.name].result], up.stdout).toEqual(['rebooted', 'skipped-undrainable']);
     expect(up.stdout + up.stderr).toMatch(new RegExp(`\\[${third.name}\\] held by blocking pod\\(s\\) ${ns.name}/blocker-[a-z0-9-]+ on ${third.name}`));

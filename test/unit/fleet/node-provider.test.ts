@@ -61,7 +61,7 @@ describe("a fleet node's run in the provider", () => {
     const why = 'timed out after 20s waiting for no pod matching app=backup on n: held by blocking pod(s) ns/backup-1 on n';
     const skip = fakeDeps({ blocked: why });
     expect(await run(skip.deps, { undrainable: 'skip' })).toMatchObject({ result: 'skipped-undrainable', skipped: why, runId: null });
-    expect(skip.calls).toEqual(['before n', 'blocking pods n', `notify none skipped-undrainable: ${why}`]);
+    expect(skip.calls).toEqual(['before n', 'blocking pods n', `marked n undefined: ${why}`, `notify none skipped-undrainable: ${why}`]);
     const stop = fakeDeps({ blocked: why });
     await expect(run(stop.deps)).rejects.toThrow(`n: not started: ${why}`);
     expect(stop.calls.some((c) => c.startsWith('upgrade'))).toBe(false);

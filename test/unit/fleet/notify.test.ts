@@ -15,6 +15,8 @@ describe('fleet messages', () => {
     });
     expect(nodeEnded('f', { node: 'a', result: 'rolled-back', exitCode: 11, error: 'a: rolled-back (exit 11): kubelet did not start' })).toMatchObject({ event: 'node-failed', text: expect.stringMatching(/the fleet stops after this wave$/) });
     expect(nodeEnded('f', { node: 'a', result: 'skipped-undrainable', error: 'budget ledger' }).event).toBe('node-skipped');
+    // A reboot alone changed no package: no "( -> )".
+    expect(nodeEnded('f', { node: 'a', result: 'rebooted', versionsBefore: {}, versionsAfter: {}, durationMs: 30_000 }).text).toBe('node-maint f: a: rebooted in 30s');
     // The node is named once, whether or not the reason came with its name in front.
     expect(nodeEnded('f', { node: 'a', result: 'not-started', error: 'a: paused' })).toMatchObject({ event: 'node-held', text: 'node-maint f: a: not started: paused', error: 'paused' });
     expect(nodeEnded('f', { node: 'a', result: 'rolled-back', exitCode: 11, error: 'kubelet did not start' }).text).toBe('node-maint f: a: rolled-back (exit 11): kubelet did not start; the fleet stops after this wave');

@@ -42,6 +42,23 @@ describe('NodeMarker', () => {
     expect(writes).toEqual(['label draining', 'event MaintenanceStarted u1', 'label upgrading', 'event RuntimeUpgraded u1', 'label rolled-back', 'event RolledBack u1']);
   });
 
+  it('a reboot alone: no versions to name (annotations removed, words without arrows), `rebooting` rather than `upgrading`, an Event for the reboot (issue 36 item 9)', async () => {
+    const patches: any[] = [];
+    const events: any[] = [];
+    const cluster = {
+      mergePatch: async (_p: string, body: any) => (patches.push(body.metadata), { metadata: { uid: 'u1' } }),
+      request: async (_m: string, _p: string, body: any) => (events.push(`${body.reason}: ${body.message}`), {}),
+    } as unknown as Cluster;
+    const m = new NodeMarker(cluster, 'n1', 'r1', () => undefined);
+    m.begin({ containerd: 'a' }, {}, 'draining');
+    for (const step of ['drain', 'stop-kubelet', 'teardown-sandboxes', 'reboot-node', 'start-kubelet']) m.observe({ type: 'step', phase: 'start', step, index: 0, total: 12, title: step });
+    m.observe({ type: 'step', phase: 'done', step: 'reboot-node', summary: 'rebooted in 9s (boot a/1 -> a/2)', durationMs: 1, actions: [] });
+    await m.finish({ result: 'rebooted', versions: { before: {}, after: {}, target: {} }, reboot: { before: 'a/1', after: 'a/2' } } as unknown as RunReport);
+    expect(patches[0].annotations).toMatchObject({ 'node-maint.io/run-id': 'r1', 'node-maint.io/from': null, 'node-maint.io/to': null });
+    expect(patches.map((p) => p.labels['node-maint.io/state'])).toEqual(['draining', 'rebooting', 'verifying', 'done']);
+    expect(events).toEqual(['MaintenanceStarted: node-maint run r1: a reboot, no package changed', 'Rebooted: rebooted in 9s (boot a/1 -> a/2)', 'MaintenanceDone: rebooted, audit clean']);
+  });
+
   it('a mark that cannot be written is said once and does not fail the run', async () => {
     const { cluster } = recordingCluster(true);
     const lines: string[] = [];
