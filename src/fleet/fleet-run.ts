@@ -1,4 +1,5 @@
 import { fleetEnded, type FleetMessage, type LaterNodes, type NodeEnd } from './notify.js';
+import { HELD_RESULT, SKIPPED_RESULT } from './undrainable.js';
 
 // What this `pulumi up` did to its nodes, kept in the provider's process (one for every node of the deployment). A
 // failed node ends the program at once (the engine stops it, the failed node's registration never answering), so the
@@ -32,7 +33,7 @@ export class FleetRuns {
     if (end.error !== undefined) run.later ??= later;
     if (run.later === undefined || run.running.size > 0) return undefined;
     this.runs.delete(fleet);
-    const skipped = Object.fromEntries([...run.ends].flatMap(([n, e]) => (e.result === 'skipped-undrainable' ? [[n, e.reason ?? '']] : [])));
-    return fleetEnded(fleet, Object.fromEntries(run.ends), skipped, run.later);
+    const passed = (result: string) => Object.fromEntries([...run.ends].flatMap(([n, e]) => (e.result === result ? [[n, e.reason ?? '']] : [])));
+    return fleetEnded(fleet, Object.fromEntries(run.ends), passed(SKIPPED_RESULT), run.later, passed(HELD_RESULT));
   }
 }

@@ -4,7 +4,7 @@ import { ExitCode, RunbookError } from '../errors.js';
 import { FleetRuns } from './fleet-run.js';
 import { nodeFailure, postMessage, type FleetMessage, type LaterNodes, type NodeOutcome } from './notify.js';
 import type { RunReport } from '../runbook/report.js';
-import { SKIPPED_RESULT, undrainableReason } from './undrainable.js';
+import { HELD_RESULT, SKIPPED_RESULT, undrainableReason } from './undrainable.js';
 import { providerProcess } from './provider-process.js';
 import { NEVER_STOPPED, stopReason } from '../runbook/stop.js';
 
@@ -53,6 +53,23 @@ export interface RunNodeOptions {
   stop?: AbortSignal;
 }
 
+/** The outputs of a node left as it was, passed by (skipped) or held: no run began. */
+const passedBy = (inputs: ProviderInputs, why: { result: string; skipped?: string; held?: string }) => ({
+  node: inputs.node,
+  targets: inputs.targets,
+  wave: inputs.wave ?? null,
+  skipped: null,
+  held: null,
+  ...why,
+  runId: null,
+  versionsBefore: {},
+  versionsAfter: {},
+  steps: [],
+  audit: null,
+  durationMs: 0,
+  providerMs: 0,
+});
+
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
 export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line) => console.error(line), runs = FLEET_RUNS, stop: cancel = NEVER_STOPPED }: RunNodeOptions = {}) {
   const { sshKey, observed, webhook, later, unfinished: _, wave: __, rebootWanted: ___, ...rest } = inputs;
@@ -63,7 +80,7 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
   const tell = async (outcome: Omit<NodeOutcome, 'node'>) => {
     await deps.notifyNodeEnd(webhook, rest, { node: inputs.node, ...outcome }, log);
     const { result, error, exitCode } = outcome;
-    const end = result === SKIPPED_RESULT ? { result, reason: error } : { result, ...(error !== undefined ? { error, ...(exitCode !== undefined ? { exitCode } : {}) } : {}) };
+    const end = result === SKIPPED_RESULT || result === HELD_RESULT ? { result, reason: error } : { result, ...(error !== undefined ? { error, ...(exitCode !== undefined ? { exitCode } : {}) } : {}) };
     const fleetFailed = runs.ended(fleetName, inputs.node, end, later ?? { names: [], count: 0 });
     // Its own waiting taint goes as its run ends; a failed fleet's waiting nodes wait no more: theirs go too.
     const untaint = fleetFailed ? (rest.waitingNodes ?? []) : (rest.waitingNodes ?? []).filter((n) => n === inputs.node);
@@ -86,7 +103,13 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     // Checked as each node starts, not once per `pulumi up`: a pause, a closing window or a firing alert stops the
     // waves after it.
     const holds = await deps.fleetHolds(rest, new Date()).catch((e: Error) => stop({ result: 'not-started', error: `could not check the window and the pause: ${e.message}` }));
-    if (holds.length > 0) await stop({ result: 'not-started', error: holds.join('; ') });
+    // A closed window or a pause is a hold, not a failure: the node is left as it was, the up ends well, the next does it.
+    if (holds.length > 0) {
+      const why = holds.join('; ');
+      log(`[${inputs.node}] held, not started: ${why}`);
+      await tell({ result: HELD_RESULT, error: why });
+      return passedBy(inputs, { result: HELD_RESULT, held: why });
+    }
   }
   const maintaining = runs.running(fleetName).filter((n) => n !== inputs.node);
   const before = await deps.beforeFleetNode(rest, log, { alerts: !unfinished, maintaining, signal: cancel }).catch(notStarted);
@@ -99,7 +122,7 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     await deps.markSkipped(rest, undefined, blocked, log).catch((e: Error) => stop({ result: 'not-started', error: `held by a blocking pod, and could not be marked skipped: ${e.message}` }));
     log(`[${inputs.node}] skipped (undrainable, left as it was): ${blocked}`);
     await tell({ result: SKIPPED_RESULT, error: blocked });
-    return { node: inputs.node, targets: inputs.targets, wave: inputs.wave ?? null, result: SKIPPED_RESULT, skipped: blocked, runId: null, versionsBefore: {}, versionsAfter: {}, steps: [], audit: null, durationMs: 0, providerMs: 0 };
+    return passedBy(inputs, { result: SKIPPED_RESULT, skipped: blocked });
   }
   const started = Date.now();
   // A node that cannot be reached (its transport) fails with its exit code, as the runbook's own failures do.
@@ -123,6 +146,7 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     wave: inputs.wave ?? null,
     result: undrainable === undefined ? report.result : SKIPPED_RESULT,
     skipped: undrainable ?? null,
+    held: null,
     runId: report.runId,
     versionsBefore: report.versions.before,
     versionsAfter: report.versions.after,

@@ -55,16 +55,18 @@ const changedVersions = ({ versionsBefore: before, versionsAfter: after }: NodeO
   before && after && (Object.keys(before).length > 0 || Object.keys(after).length > 0) ? ` (${pairs(before)} -> ${pairs(after)})` : '';
 
 export function nodeEnded(fleet: string, o: NodeOutcome): FleetMessage {
-  const event: FleetEvent = o.result === 'skipped-undrainable' ? 'node-skipped' : o.result === 'not-started' ? 'node-held' : o.error !== undefined ? 'node-failed' : 'node-finished';
+  const event: FleetEvent = o.result === 'skipped-undrainable' ? 'node-skipped' : o.result === 'not-started' || o.result === 'held' ? 'node-held' : o.error !== undefined ? 'node-failed' : 'node-finished';
   const took = o.durationMs !== undefined ? ` in ${Math.round(o.durationMs / 1000)}s` : '';
   const what =
     event === 'node-finished'
       ? `${o.node}: ${o.result}${changedVersions(o)}${took}`
       : event === 'node-skipped'
         ? `${o.node}: skipped as undrainable, left as it was: ${o.error ?? ''}`
-        : event === 'node-held'
-          ? nodeFailure(o)
-          : `${nodeFailure(o)}; the fleet stops after this wave`;
+        : o.result === 'held'
+          ? `${o.node}: held, not started: ${o.error ?? ''}`
+          : event === 'node-held'
+            ? nodeFailure(o)
+            : `${nodeFailure(o)}; the fleet stops after this wave`;
   return { event, fleet, text: `node-maint ${fleet}: ${what}`, ...o, ...(o.error !== undefined ? { error: withoutNode(o.node, o.error) } : {}) };
 }
 
@@ -73,7 +75,7 @@ export interface NodeEnd {
   result: string;
   error?: string;
   exitCode?: number;
-  /** Why a node skipped as undrainable was passed by. */
+  /** Why a node was passed by (skipped as undrainable) or held (the window, the pause). */
   reason?: string;
 }
 
@@ -84,15 +86,16 @@ export interface LaterNodes {
 }
 
 /** The fleet's end: every node's fate; "fleet-failed" when a node failed or the later waves never started, with why. */
-export function fleetEnded(fleet: string, ends: Record<string, NodeEnd>, skipped: Record<string, string>, later: LaterNodes = { names: [], count: 0 }): FleetMessage {
+export function fleetEnded(fleet: string, ends: Record<string, NodeEnd>, skipped: Record<string, string>, later: LaterNodes = { names: [], count: 0 }, held: Record<string, string> = {}): FleetMessage {
   const counts = new Map<string, number>();
   for (const e of Object.values(ends)) counts.set(e.result, (counts.get(e.result) ?? 0) + 1);
   if (later.count > 0) counts.set('not-started', (counts.get('not-started') ?? 0) + later.count);
   const summary = [...counts].map(([r, n]) => `${n} ${r}`).join(', ');
-  const skips = Object.keys(skipped).length > 0 ? `; skipped: ${Object.entries(skipped).map(([n, why]) => `${n} (${why})`).join('; ')}` : '';
+  const listed = (word: string, nodes: Record<string, string>) => (Object.keys(nodes).length > 0 ? `; ${word}: ${Object.entries(nodes).map(([n, why]) => `${n} (${why})`).join('; ')}` : '');
+  const skips = `${listed('skipped', skipped)}${listed('held, the next `pulumi up` does them', held)}`;
   const failed = Object.entries(ends).filter(([, e]) => e.error !== undefined);
   const results = { ...Object.fromEntries(Object.entries(ends).map(([n, e]) => [n, e.result])), ...Object.fromEntries(later.names.map((n) => [n, 'not-started'])) };
-  if (failed.length === 0 && later.count === 0) return { event: 'fleet-finished', fleet, text: `node-maint ${fleet}: finished: ${summary || 'no node'}${skips}`, results, skipped };
+  if (failed.length === 0 && later.count === 0) return { event: 'fleet-finished', fleet, text: `node-maint ${fleet}: finished: ${summary || 'no node'}${skips}`, results, skipped, held };
   const more = later.count > later.names.length ? ` and ${later.count - later.names.length} more` : '';
   const why = [...failed.map(([node, e]) => nodeFailure({ node, ...e })), ...(later.count > 0 ? [`not started, the fleet stopped: ${later.names.join(', ')}${more}`] : [])].join('; ');
   return { event: 'fleet-failed', fleet, text: `node-maint ${fleet}: failed: ${summary}${skips}; ${why}`, results, skipped, errors: Object.fromEntries(failed.map(([n, e]) => [n, withoutNode(n, e.error!)])), notStarted: later.count };

@@ -14,7 +14,7 @@ import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } fro
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
 import { fleetNotObserved, fleetStarted, postMessage, type LaterNodes } from './notify.js';
-import { fleetEnd, skippedNodes } from './outputs.js';
+import { fleetEnd, heldNodes, skippedNodes } from './outputs.js';
 import { SERVICE_ACCOUNT } from './rbac-objects.js';
 import { NodeRuntimeUpgrade } from './resource.js';
 import { planFleetWaves } from './waves.js';
@@ -288,13 +288,15 @@ async function planFleet() {
     });
   }
   const skipped = skippedNodes(resources);
+  const held = heldNodes(resources);
   return {
     // The waves the nodes last ran in, from their outputs: a `pulumi up` that changes nothing changes no output either.
     waves: ranWaves(resources),
     skipped,
+    held,
     // Resolves once every node is done: the fleet's end, told to the webhook when this `pulumi up` changed nodes. A
     // failed node ends the program (the engine stops it), so a failed fleet's end is told by the provider instead.
-    finished: fleetEnd(resources, skipped, { fleet, webhook: changing.length > 0 ? config.webhook : undefined, changing }),
+    finished: fleetEnd(resources, { skipped, held }, { fleet, webhook: changing.length > 0 ? config.webhook : undefined, changing }),
     nodes: Object.fromEntries(
       Object.entries(resources).map(([name, r]) => [name, { result: r.result, versionsBefore: r.versionsBefore, versionsAfter: r.versionsAfter, durationMs: r.durationMs, audit: r.audit }]),
     ),

@@ -29,6 +29,8 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
   declare readonly durationMs: pulumi.Output<number>;
   /** Why the node was passed by (undrainable, with undrainable: skip); null when it was not. */
   declare readonly skipped: pulumi.Output<string | null>;
+  /** Why the window or the pause held the node (left as it was, not a failure); null when they did not. */
+  declare readonly held: pulumi.Output<string | null>;
   /** The wave it last ran in (0 first); null in the outputs of a version before waves were kept. */
   declare readonly wave: pulumi.Output<number | null>;
 
@@ -36,7 +38,7 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
     super(
       PROVIDER,
       name,
-      { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined },
+      { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined, held: undefined },
       { ...opts, additionalSecretOutputs: ['sshKey', 'webhook', ...(args.hooksSecret ? ['hooks'] : [])] },
       'node-maint',
       'NodeRuntimeUpgrade',

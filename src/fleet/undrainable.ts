@@ -7,6 +7,8 @@ export type UndrainableBehavior = 'stop' | 'skip';
 export const UNDRAINABLE_BEHAVIORS: readonly UndrainableBehavior[] = ['stop', 'skip'];
 
 export const SKIPPED_RESULT = 'skipped-undrainable';
+/** A node the window or the pause held: left as it was, not a failure; the next `pulumi up` does it. */
+export const HELD_RESULT = 'held';
 
 interface EndedRun {
   exitCode: number;

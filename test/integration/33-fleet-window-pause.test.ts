@@ -3,6 +3,7 @@ import { applyObjects, bed, kubectl, kubectlJson, waitFor } from './bed.js';
 import { deployment, holdPodOnNode, pinnedDeployment, releaseHeldPod, waitForNoTerminatingPods, waitForRunning } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
+import { webhookReceiver } from './webhook.js';
 
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
 // undrainable is passed by, and one whose drain passes its deadline. Two nodes keep it cheap. The stack keeps its
@@ -30,13 +31,17 @@ async function configure(stack: PulumiStack, nodes: string[]): Promise<void> {
 
 describe('pulumi up held by the maintenance window and the pause ConfigMap', () => {
   let stack: PulumiStack;
+  let hook: Awaited<ReturnType<typeof webhookReceiver>>;
 
   beforeAll(async () => {
+    hook = await webhookReceiver();
     stack = await newStack('window-pause');
     await configure(stack, [NODE.name]);
+    await stack.set('webhook', hook.url, true);
   });
 
   afterAll(async () => {
+    hook.server.close();
     await kubectl('delete', ...PAUSE(), '--ignore-not-found');
   });
 
@@ -66,11 +71,17 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     const preview = await stack.run(['preview']);
     expect(preview.stdout + preview.stderr).toContain(`starts no node until it opens next at ${opens.toISOString()}`);
 
-    const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
-    expect(up.code).not.toBe(0);
-    expect(up.stdout + up.stderr).toContain(`${NODE.name}: not started: outside the maintenance window`);
+    // A closed window is a hold, not a failure (issue 36): exit 0, said as a hold, the webhook hears no fleet-failed.
+    hook.messages.length = 0;
+    const up = await stack.run(['up', '--yes', '--skip-preview']);
+    expect(up.stdout + up.stderr).toContain(`[${NODE.name}] held, not started: outside the maintenance window`);
     expect(up.stdout + up.stderr).toContain(`it opens next at ${opens.toISOString()}`);
+    expect(up.stdout + up.stderr).toMatch(new RegExp(`1 node\\(s\\) held, not started \\(the next \`pulumi up\` does them\\): ${NODE.name} \\(outside the maintenance window`));
+    expect(hook.messages.map((m) => m.event)).toEqual(['fleet-started', 'node-held', 'fleet-finished']);
+    expect(hook.messages.at(-1)!.text).toMatch(/finished: 1 held; held, the next `pulumi up` does them: /);
     await expectUntouched();
+    // Still a change for the next up: held is not done.
+    expect((await stack.run(['preview'])).stdout).toMatch(/1 to update/);
   });
 
   it('inside the window but paused: up starts no node and names the ConfigMap, its reason and the way on', async () => {
@@ -80,9 +91,8 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     const preview = await stack.run(['preview']);
     expect(preview.stdout + preview.stderr).toContain('inside the maintenance window');
 
-    const up = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
-    expect(up.code).not.toBe(0);
-    expect(up.stdout + up.stderr).toContain(`${NODE.name}: not started: paused by ConfigMap ${ns.name}/node-maint-pause (reason: integration test 33)`);
+    const up = await stack.run(['up', '--yes', '--skip-preview']);
+    expect(up.stdout + up.stderr).toContain(`[${NODE.name}] held, not started: paused by ConfigMap ${ns.name}/node-maint-pause (reason: integration test 33)`);
     expect(up.stdout + up.stderr).toContain(`remove it (\`kubectl -n ${ns.name} delete configmap node-maint-pause\`) and run \`pulumi up\` again`);
     expect(up.stdout + up.stderr).not.toContain('outside the maintenance window');
     await expectUntouched();
@@ -166,8 +176,8 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     expect(said).toMatch(new RegExp(`\\[${NODE.name}\\] finishing the unfinished run \\S+, \\S+ first: the window, the pause and the alerts are not asked`));
     expect(await containerdOn(NODE), said).toBe(bed().containerd.new);
     expect((await kubectlJson('get', 'node', NODE.name)).spec.unschedulable).toBeUndefined();
-    expect(said).toContain(`${UNDRAINABLE.name}: not started: paused by ConfigMap ${ns.name}/node-maint-pause`);
-    expect(again.code).not.toBe(0);
+    expect(said).toContain(`[${UNDRAINABLE.name}] held, not started: paused by ConfigMap ${ns.name}/node-maint-pause`);
+    expect(again.code).toBe(0);
     expect(await containerdOn(UNDRAINABLE)).toBe(bed().containerd.old);
   });
 });

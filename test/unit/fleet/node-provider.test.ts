@@ -42,13 +42,11 @@ const quiet = () => undefined;
 const run = (deps: NodeRunDeps, extra: object = {}, runs = new FleetRuns()) => runNode({ ...(inputs as object), ...extra } as never, { deps, log: quiet, runs });
 
 describe("a fleet node's run in the provider", () => {
-  it('a node held by the window or a pause fails before its upgrade starts, with every reason, and the webhook is told', async () => {
+  it('a node held by the window or a pause is a hold, not a failure: left as it was, every reason said, the webhook told, no fleet-failed', async () => {
     const { deps, calls } = fakeDeps({ holds: ['outside the maintenance window', 'paused by ConfigMap kube-system/node-maint-pause'] });
-    await expect(run(deps, { fleet: 'p/s', later: { names: ['m'], count: 1 } })).rejects.toThrow('n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause');
-    expect(calls).toEqual([
-      'notify none not-started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause',
-      'fleet fleet-failed: node-maint p/s: failed: 2 not-started; n: not started: outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause; not started, the fleet stopped: m',
-    ]);
+    const why = 'outside the maintenance window; paused by ConfigMap kube-system/node-maint-pause';
+    expect(await run(deps, { fleet: 'p/s', later: { names: ['m'], count: 1 } })).toMatchObject({ node: 'n', result: 'held', held: why, skipped: null, runId: null });
+    expect(calls).toEqual([`notify none held: ${why}`]);
   });
 
   it('a node not held is upgraded between its gates, and its end is told to the webhook', async () => {

@@ -15,6 +15,12 @@ describe('fleet messages', () => {
     });
     expect(nodeEnded('f', { node: 'a', result: 'rolled-back', exitCode: 11, error: 'a: rolled-back (exit 11): kubelet did not start' })).toMatchObject({ event: 'node-failed', text: expect.stringMatching(/the fleet stops after this wave$/) });
     expect(nodeEnded('f', { node: 'a', result: 'skipped-undrainable', error: 'budget ledger' }).event).toBe('node-skipped');
+    // A window or a pause holds a node: said as a hold, never as a failure.
+    expect(nodeEnded('f', { node: 'a', result: 'held', error: 'outside the maintenance window' })).toMatchObject({ event: 'node-held', text: 'node-maint f: a: held, not started: outside the maintenance window' });
+    expect(fleetEnded('f', { a: { result: 'upgraded' }, b: { result: 'held', reason: 'paused' } }, {}, undefined, { b: 'paused' })).toMatchObject({
+      event: 'fleet-finished',
+      text: 'node-maint f: finished: 1 upgraded, 1 held; held, the next `pulumi up` does them: b (paused)',
+    });
     // A reboot alone changed no package: no "( -> )".
     expect(nodeEnded('f', { node: 'a', result: 'rebooted', versionsBefore: {}, versionsAfter: {}, durationMs: 30_000 }).text).toBe('node-maint f: a: rebooted in 30s');
     // The node is named once, whether or not the reason came with its name in front.
