@@ -64,7 +64,9 @@ export interface NodeUpgradeInputs {
 
 /** The runbook's reboot options from the fleet's reboot key. */
 const rebootOptions = (reboot: NodeUpgradeInputs['reboot']) =>
-  reboot ? { reboot: reboot.policy, rebootTimeoutSeconds: reboot.timeoutSeconds, ...(reboot.sentinelCommand ? { rebootSentinelCommand: reboot.sentinelCommand } : {}) } : {};
+  reboot
+    ? { reboot: reboot.policy, rebootTimeoutSeconds: reboot.timeoutSeconds, ...(reboot.sentinelCommand ? { rebootSentinelCommand: reboot.sentinelCommand } : {}), ...(reboot.command ? { rebootCommand: reboot.command } : {}) }
+    : {};
 
 /** Resolves once no blocking pod holds the node (immediately without a selector); rejects, naming them, past the wait. */
 export async function waitForBlockingPods(inputs: NodeUpgradeInputs, log: (line: string) => void, signal?: AbortSignal): Promise<void> {

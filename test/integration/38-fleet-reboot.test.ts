@@ -33,6 +33,8 @@ describe('pulumi up with reboot: if-required', () => {
     await configureBedFleet(stack, names(), 1);
     await stack.run(['config', 'rm', 'node-maint:targets', '--config-file', stack.configFile]);
     await stack.set('reboot', 'if-required');
+    // The fleet's own reboot command (the CLI's --reboot-command).
+    await stack.set('rebootCommand', 'systemctl --no-wall reboot');
     await stack.set('webhook', hook.url, true);
   });
   afterAll(() => void hook.server.close());
@@ -76,6 +78,7 @@ describe('pulumi up with reboot: if-required', () => {
       'MaintenanceDone: rebooted, audit clean',
     ]);
     expect(running.output()).not.toContain('(not the upgraded runtime)');
+    expect(running.output()).toContain(`rebooting ${first.name}: systemctl --no-wall reboot`);
     expect(hook.messages.find((m) => m.event === 'node-finished' && m.node === first.name)!.text).toMatch(new RegExp(`: ${first.name}: rebooted in \\d+s$`));
     expect(hook.messages.at(-1)).toMatchObject({ event: 'fleet-finished', results: { [first.name]: 'rebooted', [third.name]: 'rebooted' } });
     expect(running.output()).toMatch(new RegExp(`tainted ${first.name}, ${third.name} node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule until each one's run ends`));

@@ -24,7 +24,7 @@ export interface FleetConfig {
   /** The nodes still to do carry a PreferNoSchedule taint while the fleet runs (kured's idea); default on. */
   preferNoScheduleWhileWaiting: boolean;
   /** Reboot each node as a step of its run: never, always, or when it says so (read in preview and up). */
-  reboot: { policy: RebootPolicy; sentinelCommand?: string; timeoutSeconds: number };
+  reboot: { policy: RebootPolicy; sentinelCommand?: string; command?: string; timeoutSeconds: number };
   maxUnavailable: number;
   kubeconfig?: string;
   context?: string;
@@ -56,7 +56,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -99,7 +99,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   }
   if (nodeSelector !== undefined && (typeof nodeSelector !== 'string' || !/^[A-Za-z0-9._/=!,-]+$/.test(nodeSelector))) throw new ConfigError('nodeSelector', `invalid label selector ${JSON.stringify(nodeSelector)}`);
 
-  const reboot = rebootConfig(get('reboot'), get('rebootSentinelCommand'), get('rebootTimeoutSeconds'));
+  const reboot = rebootConfig(get('reboot'), get('rebootSentinelCommand'), get('rebootTimeoutSeconds'), get('rebootCommand'));
   const targetsRaw = get('targets');
   if (targetsRaw === undefined && reboot.policy === 'never') throw new ConfigError('targets', 'required unless the fleet reboots (reboot: always or if-required): a map of package to version, e.g. {"containerd": "1.6.20~ds1-1+deb12u3"}');
   const targetMap = targetsRaw === undefined ? {} : stringMap('targets', targetsRaw);
@@ -186,15 +186,17 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   };
 }
 
-/** reboot (never | always | if-required), rebootSentinelCommand (if-required only), rebootTimeoutSeconds. */
-function rebootConfig(policy: unknown, sentinelCommand: unknown, timeout: unknown): FleetConfig['reboot'] {
+/** reboot (never | always | if-required), rebootSentinelCommand (if-required only), rebootTimeoutSeconds, rebootCommand. */
+function rebootConfig(policy: unknown, sentinelCommand: unknown, timeout: unknown, command: unknown): FleetConfig['reboot'] {
   const p = policy ?? 'never';
   if (!(REBOOT_POLICIES as readonly unknown[]).includes(p)) throw new ConfigError('reboot', `must be one of ${REBOOT_POLICIES.join(', ')} (got ${JSON.stringify(p)})`);
   if (sentinelCommand !== undefined && (typeof sentinelCommand !== 'string' || !sentinelCommand.trim())) throw new ConfigError('rebootSentinelCommand', 'must be a command (a non-empty string)');
   if (sentinelCommand !== undefined && p !== 'if-required') throw new ConfigError('rebootSentinelCommand', 'is read only with reboot: if-required');
   const t = timeout ?? DEFAULT_RUN_OPTIONS.rebootTimeoutSeconds;
   if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ConfigError('rebootTimeoutSeconds', `must be a positive whole number of seconds (got ${JSON.stringify(t)})`);
-  return { policy: p as RebootPolicy, ...(sentinelCommand !== undefined ? { sentinelCommand: sentinelCommand as string } : {}), timeoutSeconds: t };
+  if (command !== undefined && (typeof command !== 'string' || !command.trim())) throw new ConfigError('rebootCommand', 'must be a command (a non-empty string), e.g. "systemctl reboot"');
+  if (command !== undefined && p === 'never') throw new ConfigError('rebootCommand', 'is read only with reboot: always or if-required');
+  return { policy: p as RebootPolicy, ...(sentinelCommand !== undefined ? { sentinelCommand: sentinelCommand as string } : {}), ...(command !== undefined ? { command: command as string } : {}), timeoutSeconds: t };
 }
 
 /** blockingPodSelector (a label selector), blockingPodScope (node | cluster), blockingPodTimeoutSeconds (600). */

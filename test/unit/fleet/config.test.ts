@@ -64,6 +64,10 @@ describe('fleet stack config', () => {
     expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootSentinelCommand': '"true"' }, PLAIN)).toThrow(/node-maint:rebootSentinelCommand: is read only with reboot: if-required/);
     expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootTimeoutSeconds': '0' }, PLAIN)).toThrow(/node-maint:rebootTimeoutSeconds: must be a positive whole number/);
     expect(() => parseFleetConfig({ ...base, 'node-maint:rebooot': '"always"' }, PLAIN)).toThrow(/did you mean node-maint:reboot\?/);
+    // The CLI's --reboot-command, for a fleet (a node without systemd, a BMC's power cycle).
+    expect(parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootCommand': '"shutdown -r now"' }, PLAIN).reboot).toEqual({ policy: 'always', command: 'shutdown -r now', timeoutSeconds: 600 });
+    expect(() => parseFleetConfig({ ...base, 'node-maint:reboot': '"always"', 'node-maint:rebootCommand': '" "' }, PLAIN)).toThrow(/node-maint:rebootCommand: must be a command/);
+    expect(() => parseFleetConfig({ ...base, 'node-maint:rebootCommand': '"reboot"' }, PLAIN)).toThrow(/node-maint:rebootCommand: is read only with reboot: always or if-required/);
   });
 
   it('reads a blocking pod selector (node scope, 600 s by default); its scope and wait only with it', () => {
