@@ -1,6 +1,8 @@
 import { isIP } from 'node:net';
 import type { TransportSpec } from '../node/transport/index.js';
+import { existsSync } from 'node:fs';
 import { usageError } from '../errors.js';
+import { sshConfigFor } from './ssh-config.js';
 
 // How to reach a node, from command-line flags: ssh (default), docker exec (kind nodes are containers), or local.
 export interface ConnectFlags {
@@ -44,7 +46,17 @@ function port(value: string | undefined): number {
   return n;
 }
 
-export function transportSpec(flags: ConnectFlags, defaultHost: () => Promise<string>, home = process.env.HOME ?? '/root'): Promise<TransportSpec> {
+/**
+ * The transport the flags ask for. Over SSH, what the flags leave out is taken as `ssh NAME` would take it: from
+ * ~/.ssh/config's entry for --ssh-host, else for the node's name (HostName, User, Port, IdentityFile, one ProxyJump),
+ * then the defaults (the node's InternalIP, root, 22, ~/.ssh/id_ed25519); ssh-agent's keys (SSH_AUTH_SOCK) are offered
+ * after the key file's.
+ */
+export function transportSpec(
+  flags: ConnectFlags,
+  defaultHost: () => Promise<string>,
+  { home = process.env.HOME ?? '/root', node, agent = process.env.SSH_AUTH_SOCK }: { home?: string; node?: string; agent?: string } = {},
+): Promise<TransportSpec> {
   return (async (): Promise<TransportSpec> => {
     const kind = flags.transport ?? (flags.container ? 'docker-exec' : 'ssh');
     if (kind === 'local') return { kind: 'local' };
@@ -54,19 +66,27 @@ export function transportSpec(flags: ConnectFlags, defaultHost: () => Promise<st
       return { kind: 'docker-exec', container: flags.container, dockerHost: flags['docker-host'] };
     }
     if (kind !== 'ssh') throw usageError(`unknown --transport ${JSON.stringify(kind)}: ssh, docker-exec or local`);
-    const user = flags['ssh-user'] ?? 'root';
+    const name = flags['ssh-host'] ?? node;
+    const config = name ? sshConfigFor(`${home}/.ssh/config`, name, home) : {};
+    const user = flags['ssh-user'] ?? config.user ?? 'root';
     if (!USER.test(user)) throw usageError(`invalid --ssh-user ${JSON.stringify(user)}`);
-    let bastion: { host: string; port?: number } | undefined;
+    let bastion: { host: string; port?: number; user?: string } | undefined;
     if (flags['ssh-bastion']) {
       const [h = '', p] = flags['ssh-bastion'].split(':');
       bastion = { host: host(h, '--ssh-bastion'), port: port(p) };
+    } else if (config.jump) {
+      bastion = { host: host(config.jump.host, 'ProxyJump'), port: port(config.jump.port?.toString()), ...(config.jump.user ? { user: config.jump.user } : {}) };
     }
+    const fallbackKey = `${home}/.ssh/id_ed25519`;
+    // With an agent and no key file anywhere, the agent's keys alone.
+    const keyPath = flags['ssh-key'] ?? config.identityFile ?? (agent && !existsSync(fallbackKey) ? undefined : fallbackKey);
     return {
       kind: 'ssh',
-      host: host(flags['ssh-host'] ?? (await defaultHost()), '--ssh-host'),
-      port: port(flags['ssh-port']),
+      host: host(config.hostName ?? flags['ssh-host'] ?? (await defaultHost()), '--ssh-host'),
+      port: port(flags['ssh-port'] ?? config.port),
       user,
-      privateKeyPath: flags['ssh-key'] ?? `${home}/.ssh/id_ed25519`,
+      ...(keyPath ? { privateKeyPath: keyPath } : {}),
+      ...(agent ? { agent } : {}),
       knownHostsPath: flags['known-hosts'] ?? `${home}/.ssh/known_hosts`,
       bastion,
     };

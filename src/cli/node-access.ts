@@ -21,5 +21,5 @@ export async function connectNode(
     if (!ip) throw new RunbookError('usage', `node ${node} has no InternalIP; give --ssh-host`);
     return ip;
   };
-  return { cluster, transport: await openTransport(await transportSpec(flags, internalIp), deferIfUnreachable && (() => deferIfUnreachable(cluster))) };
+  return { cluster, transport: await openTransport(await transportSpec(flags, internalIp, { node }), deferIfUnreachable && (() => deferIfUnreachable(cluster))) };
 }

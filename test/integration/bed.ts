@@ -176,11 +176,11 @@ export interface Running {
  * Runs a runbook entry point as an operator would: zx, a child process in a process group of its own (as a shell's
  * job is), its exit code; a process ended by a signal reports 128 + the signal's number, as a shell does.
  */
-export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void, running: Running) => void; via?: string[] } = {}): Promise<CliResult> {
+export function runCli(script: string, args: string[], options: { onStderr?: (chunk: string, kill: () => void, running: Running) => void; via?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     // `via`: how the operator starts it (['npx', 'zx'], as the README's first examples do); zx itself by default.
     const [command, ...prefix] = options.via ?? ['node_modules/.bin/zx'];
-    const child = spawn(command!, [...prefix, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command!, [...prefix, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...(options.env ? { env: { ...process.env, ...options.env } } : {}) });
     let stdout = '';
     let stderr = '';
     const running: Running = {

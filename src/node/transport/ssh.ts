@@ -11,6 +11,8 @@ export interface SshOptions {
   /** A key file, or the key itself (privateKey), e.g. from a Pulumi secret; never logged. */
   privateKeyPath?: string;
   privateKey?: string;
+  /** ssh-agent's socket (SSH_AUTH_SOCK): its keys are offered after the key file's, as ssh offers them. */
+  agent?: string;
   knownHostsPath: string;
   /** An optional jump host, reached first with the same key and known_hosts. */
   bastion?: { host: string; port?: number; user?: string };
@@ -45,17 +47,20 @@ export class SshTransport implements Transport {
    */
   static async connect(options: SshOptions, deferIfUnreachable?: () => Promise<boolean>): Promise<SshTransport> {
     const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
-    if (options.privateKey === undefined && options.privateKeyPath === undefined) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
+    if (options.privateKey === undefined && options.privateKeyPath === undefined && !options.agent) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
     const [privateKey, knownHosts] = await Promise.all([
       options.privateKey !== undefined
         ? Promise.resolve(Buffer.from(options.privateKey))
-        : readFile(options.privateKeyPath ?? '').catch((cause) => {
-            throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
-          }),
+        : options.privateKeyPath === undefined
+          ? Promise.resolve(undefined)
+          : readFile(options.privateKeyPath).catch((cause) => {
+              throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
+            }),
       readFile(options.knownHostsPath, 'utf8').catch((cause) => {
         throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
       }),
     ]);
+    usableKey(ssh2, privateKey, options);
     const open = async (): Promise<Connection> => {
       const hops: Client[] = [];
       let sock: NodeJS.ReadableStream | undefined;
@@ -135,10 +140,26 @@ export class SshTransport implements Transport {
   }
 }
 
+/**
+ * A key ssh2 can use as it is: one protected by a passphrase is refused by name (the tool never asks for one), unless
+ * ssh-agent is there to hold it, as `ssh-add` does.
+ */
+function usableKey(ssh2: Ssh2, key: Buffer | undefined, options: SshOptions): void {
+  if (key === undefined) return;
+  const parsed = ssh2.utils.parseKey(key);
+  if (!(parsed instanceof Error)) return;
+  const which = options.privateKeyPath ?? '(given inline)';
+  if (/encrypted|passphrase/i.test(parsed.message)) {
+    if (options.agent) return;
+    throw new RunbookError('usage', `the SSH key ${which} is protected by a passphrase, which this tool never asks for: add it to ssh-agent (\`ssh-add ${options.privateKeyPath ?? 'KEY'}\`) and run with SSH_AUTH_SOCK set`);
+  }
+  throw new RunbookError('usage', `the SSH key ${which} is not a private key ssh2 can read: ${parsed.message}`);
+}
+
 function openClient(
   ssh2: Ssh2,
   options: SshOptions,
-  privateKey: Buffer,
+  privateKey: Buffer | undefined,
   knownHosts: string,
   sock?: NodeJS.ReadableStream,
 ): Promise<Client> {
@@ -159,7 +180,8 @@ function openClient(
         return reject(new RunbookError('hostKey', `the host key of ${hostPattern(options.host, port)} does not match ${options.knownHostsPath}: the server offers none of the key types listed there (${listed}) (possible man-in-the-middle)`, { cause: err }));
       }
       if (err.level === 'client-authentication') {
-        return reject(new RunbookError('authentication', `${where}: the server refused the key ${options.privateKeyPath ?? '(given inline)'}`, { cause: err }));
+        const offered = [privateKey && (options.privateKeyPath ?? 'the key given inline'), options.agent && `the keys of ssh-agent (${options.agent})`].filter(Boolean).join(' and ');
+        return reject(new RunbookError('authentication', `${where}: the server refused ${offered}`, { cause: err }));
       }
       reject(new RunbookError('unreachable', `${where}: cannot connect (${err.code ?? err.message})`, { cause: err }));
     });
@@ -167,7 +189,9 @@ function openClient(
       host: options.host,
       port,
       username: options.user,
-      privateKey,
+      // A passphrase-protected file is left to the agent that holds it (usableKey).
+      ...(privateKey && !(ssh2.utils.parseKey(privateKey) instanceof Error) ? { privateKey } : {}),
+      ...(options.agent ? { agent: options.agent } : {}),
       sock: sock as never,
       readyTimeout: options.connectTimeoutMs ?? 15_000,
       keepaliveInterval: options.keepaliveIntervalMs ?? 5_000,
