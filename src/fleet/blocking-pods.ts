@@ -22,6 +22,19 @@ export async function blockingPodsNow(cluster: Cluster, node: string, blocking: 
   return pods.filter((p) => !isTerminal(p)).map((p) => `${podKey(p)}${p.spec.nodeName ? ` on ${p.spec.nodeName}` : ''}`);
 }
 
+/**
+ * What `pulumi preview` says of the blocking pods there now, one list for the fleet: each node they hold (every node,
+ * with the cluster scope), and what `pulumi up` will do about it.
+ */
+export async function blockingPodsPlan(cluster: Cluster, nodes: string[], blocking: BlockingPods, undrainable: string): Promise<string[]> {
+  const pods = (await listAll<Pod>(cluster, `/api/v1/pods?labelSelector=${encodeURIComponent(blocking.selector)}`)).filter((p) => !isTerminal(p));
+  const then = undrainable === 'skip' ? 'then passes it by (undrainable: skip)' : 'then stops the fleet there';
+  return nodes.flatMap((node) => {
+    const holding = pods.filter((p) => blocking.scope === 'cluster' || p.spec.nodeName === node).map((p) => `${podKey(p)}${p.spec.nodeName ? ` on ${p.spec.nodeName}` : ''}`);
+    return holding.length === 0 ? [] : [`${node}: held now by blocking pod(s) ${holding.join(', ')}: \`pulumi up\` waits up to ${blocking.timeoutSeconds}s for them to end, ${then}`];
+  });
+}
+
 /** Waits until no blocking pod runs; the error says which still did when the wait ran out. */
 export async function waitForNoBlockingPods(cluster: Cluster, node: string, blocking: BlockingPods, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   await waitUntil(

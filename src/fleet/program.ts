@@ -20,6 +20,7 @@ import { NodeRuntimeUpgrade } from './resource.js';
 import { planFleetWaves } from './waves.js';
 import { describeWindow, localTime, windowAt } from './window.js';
 import { nodeTimeoutMinutes } from './node-timeout.js';
+import { blockingPodsPlan } from './blocking-pods.js';
 
 // Pulumi's SDK captures and formats (through source-map-support) a stack trace for every promise and every resource
 // it makes: at 1,000 nodes that was half of `pulumi preview` (bench:fleet, 35 s -> 18 s). The program's errors are
@@ -224,6 +225,8 @@ async function planFleet() {
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
   const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || rebootOf(config, observed[i]!) !== undefined || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
+  // A node a blocking pod holds now is said in the preview, with what `up` will do (a half-done node skips the wait).
+  if (config.blockingPods) for (const line of await blockingPodsPlan(cluster, changing.filter((n) => !unfinished.has(n)), config.blockingPods, config.undrainable)) pulumi.log.info(line);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
   // kured's idea: pods evicted meanwhile prefer nodes that are not to be drained next.
   const waitingNodes = config.preferNoScheduleWhileWaiting ? changing : [];

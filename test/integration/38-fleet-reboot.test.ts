@@ -109,6 +109,10 @@ describe('pulumi up with reboot: if-required', () => {
     await stack.set('blockingPodTimeoutSeconds', '15');
     await stack.set('undrainable', 'skip');
     const boots = await Promise.all([first, third].map(bootOf));
+    // The preview says which node a blocking pod holds now, and what up will do about it.
+    const preview = (await stack.run(['preview'])).stdout;
+    expect(preview).toMatch(new RegExp(`${third.name}: held now by blocking pod\\(s\\) ${ns.name}/blocker-[a-z0-9-]+ on ${third.name}: \`pulumi up\` waits up to 15s for them to end, then passes it by \\(undrainable: skip\\)`));
+    expect(preview).not.toContain(`${first.name}: held now`);
     hook.messages.length = 0;
     const up = await stack.run(['up', '--yes', '--skip-preview']);
     // Counted: the nodes this up ran, not the second's nothing-to-do carried over from the last one.
