@@ -12,7 +12,9 @@ import { stopOnSignals } from './signals.js';
 import { connectNode } from './node-access.js';
 import type { Cluster } from '../cluster/api.js';
 import { readLease } from '../cluster/lease.js';
-import { journalOf, rebootInFlight } from '../runbook/journal.js';
+import { isUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
+import { parsePendingUpgrades, PENDING_UPGRADES_SCRIPT, pendingTargets } from '../node/packages/pending.js';
+import { run } from '../node/transport/index.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
 
@@ -35,6 +37,11 @@ state; a second signal ends the process at once.
 
 Target:
   --to PACKAGE=VERSION[,...]   exact versions, e.g. containerd=1.6.20~ds1-1+deb12u3,docker.io=20.10.24+dfsg1-1+deb12u1+b6
+  --pending-upgrades           the upgrades apt has pending on the node (apt-get -s upgrade: held packages kept back,
+                               nothing new installed or removed), as exact targets, kept for rollback like --to's;
+                               none pending (and no reboot): nothing to do. An unfinished run goes on toward the ones
+                               it planned
+  --pending-origin ORIGIN      only those from an origin as apt-get -s prints it (Debian-Security, stable-security)
   --dry-run                    observe and plan every step, change nothing, print the plan
   --rollback                   roll back the node's unfinished run from its journal (refused past the point of no return)
 
@@ -57,6 +64,9 @@ Node access (default: ssh to the node's InternalIP):
   --ssh-host HOST              --ssh-port PORT (22)        --ssh-user USER (root; others use sudo -n)
   --ssh-key PATH               (~/.ssh/id_ed25519)         --known-hosts PATH (~/.ssh/known_hosts; never bypassed)
   --ssh-bastion HOST[:PORT]    jump host, same key and known_hosts
+                               What these leave out comes from ~/.ssh/config's entry for --ssh-host or the node's name
+                               (HostName, User, Port, IdentityFile, one ProxyJump); ssh-agent's keys (SSH_AUTH_SOCK)
+                               are offered after the key file's; a passphrase-protected key needs the agent
   --transport ssh|docker-exec|local
   --container NAME             for docker-exec (kind nodes are containers)   --docker-host URL
 
@@ -124,6 +134,8 @@ const UPGRADE_OPTIONS = {
   'reboot-sentinel-command': { type: 'string' },
   'reboot-command': { type: 'string' },
   'reboot-timeout': { type: 'string' },
+  'pending-upgrades': { type: 'boolean' },
+  'pending-origin': { type: 'string' },
   ...CONNECT_OPTIONS,
 } as const;
 
@@ -138,6 +150,34 @@ function parseReboot(values: Record<string, unknown>): Pick<RunOptions, 'reboot'
     rebootCommand: values['reboot-command'] === undefined ? DEFAULT_RUN_OPTIONS.rebootCommand : String(values['reboot-command']),
     rebootTimeoutSeconds: values['reboot-timeout'] === undefined ? DEFAULT_RUN_OPTIONS.rebootTimeoutSeconds : parseDuration(String(values['reboot-timeout']), '--reboot-timeout'),
   };
+}
+
+/** --pending-upgrades [--pending-origin ORIGIN]: the origin, or true for every pending upgrade; undefined without it. */
+function parsePending(values: Record<string, unknown>): { origin?: string } | undefined {
+  const origin = values['pending-origin'] === undefined ? undefined : String(values['pending-origin']);
+  if (!values['pending-upgrades']) {
+    if (origin !== undefined) throw usageError('--pending-origin needs --pending-upgrades');
+    return undefined;
+  }
+  if (values.to !== undefined) throw usageError('--pending-upgrades and --to do not go together: the pending upgrades are the targets');
+  if (origin !== undefined && !/^[A-Za-z0-9._:/-]+$/.test(origin)) throw usageError(`invalid --pending-origin ${JSON.stringify(origin)}: an origin as apt-get -s prints it, e.g. Debian-Security`);
+  return { origin };
+}
+
+/**
+ * The pending upgrades' targets: those an unfinished run planned (a resume or a rollback goes on toward them), else
+ * what apt has pending on the node now.
+ */
+async function pendingUpgradeTargets(cluster: Cluster, transport: Transport, options: RunOptions, origin: string | undefined, say: (l: string) => void): Promise<Record<string, string>> {
+  const journal = journalOf(await readLease(cluster, options.leaseNamespace, options.node));
+  if (isUnfinished(journal)) {
+    say(`node-maint: the unfinished run ${journal.runId} planned the pending upgrades ${Object.entries(journal.targets).map(([p, v]) => `${p}=${v}`).join(', ')}: it goes on toward them`);
+    return journal.targets;
+  }
+  const pending = parsePendingUpgrades(await run(transport, PENDING_UPGRADES_SCRIPT));
+  const targets = pendingTargets(pending, origin);
+  say(`node-maint: ${Object.keys(targets).length} pending upgrade(s) on ${options.node}${origin ? ` from ${origin}` : ''} (apt-get -s upgrade; held packages kept back): ${Object.entries(targets).map(([p, v]) => `${p}=${v}`).join(', ') || 'none'}`);
+  return targets;
 }
 
 function parseProof(value: unknown): ProofLevel {
@@ -155,7 +195,8 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       const options: RunOptions = {
         ...DEFAULT_RUN_OPTIONS,
         node: singleNode(positionals),
-        // --rollback needs none (the journal has them); a reboot alone neither (validateRunOptions says what is missing).
+        // --rollback needs none (the journal has them); a reboot alone neither (validateRunOptions says what is missing);
+        // --pending-upgrades asks the node for them once it is reached.
         targets: values.to === undefined ? {} : parseTargets(String(values.to)),
         ...parseReboot(values),
         dryRun: values['dry-run'] === true,
@@ -181,12 +222,20 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
           skipWaitForDeleteTimeoutSeconds: seconds('skip-wait-for-delete-timeout', 0),
         },
       };
+      const pending = parsePending(values);
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
       // A node silent while its unfinished run's reboot is under way is waited for by the run, not refused here.
       const rebooting = async (cluster: Cluster) => rebootInFlight(journalOf(await readLease(cluster, options.leaseNamespace, options.node)));
       const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`), rebooting);
       transport = access.transport;
       const progress = (l: string) => io.stderr(`${l}\n`);
+      if (pending && !options.rollback) {
+        options.targets = await pendingUpgradeTargets(access.cluster, transport, options, pending.origin, progress);
+        if (Object.keys(options.targets).length === 0 && options.reboot === 'never') {
+          io.stdout(json ? `${JSON.stringify({ node: options.node, result: 'nothing-to-do', exitCode: 0, pendingUpgrades: {} })}\n` : `No pending upgrade on ${options.node}${pending.origin ? ` from ${pending.origin}` : ''}: nothing to do.\n`);
+          return 0;
+        }
+      }
       const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress), stop: stopping.signal });
       if (textfileDir) await publishRunMetrics({ cluster: access.cluster, transport, report, dir: textfileDir, log: progress });
       io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);

@@ -116,7 +116,7 @@ export function parseTargets(spec: string): Record<string, string> {
 export function validateRunOptions(options: RunOptions): RunOptions {
   validateNodeName(options.node);
   if (Object.keys(options.targets).length === 0 && !options.rollback && options.reboot === 'never') {
-    throw usageError('nothing to do: give --to PACKAGE=VERSION, --reboot or --reboot-if-required');
+    throw usageError('nothing to do: give --to PACKAGE=VERSION, --pending-upgrades, --reboot or --reboot-if-required');
   }
   if (!REBOOT_POLICIES.includes(options.reboot)) throw usageError(`reboot must be one of ${REBOOT_POLICIES.join(', ')} (got ${JSON.stringify(options.reboot)})`);
   if (!options.rebootCommand.trim()) throw usageError('--reboot-command is empty');

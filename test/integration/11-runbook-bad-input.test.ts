@@ -30,7 +30,7 @@ describe('upgrade-node refuses bad input with its documented exit code and chang
     ['an unknown kubeconfig context', () => [t.name, '--to', target(), '--context', 'prod', ...t.flags], 2, () => /no context named prod/],
     ['an unreachable host', () => [t.name, '--to', target(), ...withFlag(t.flags, '--ssh-port', '1')], 5, () => /cannot connect/],
     ['a version the node cannot install', () => [t.name, '--to', 'containerd=9.9.9-1', ...DRAIN_FLAGS, ...t.flags], 10, () => new RegExp(`not available from ${t.name}'s package sources`)],
-    ['nothing to do: no --to and no reboot', () => [t.name, ...t.flags], 2, () => /nothing to do: give --to PACKAGE=VERSION, --reboot or --reboot-if-required/],
+    ['nothing to do: no --to and no reboot', () => [t.name, ...t.flags], 2, () => /nothing to do: give --to PACKAGE=VERSION, --pending-upgrades, --reboot or --reboot-if-required/],
     ['--reboot and --reboot-if-required together', () => [t.name, '--reboot', '--reboot-if-required', ...t.flags], 2, () => /--reboot and --reboot-if-required do not go together/],
     ['a sentinel command without --reboot-if-required', () => [t.name, '--reboot', '--reboot-sentinel-command', 'true', ...t.flags], 2, () => /--reboot-sentinel-command needs --reboot-if-required/],
     ['a malformed --reboot-timeout', () => [t.name, '--reboot', '--reboot-timeout', 'soon', ...t.flags], 2, () => /--reboot-timeout/],

@@ -289,6 +289,32 @@ describe('a reboot as a step of the run', () => {
     await expectServing(t, version);
   }));
 
+  it.concurrent('--pending-upgrades (issue 36): what apt has pending, the held runtime kept back, planned, installed and rolled back like --to; then with a reboot; nothing pending from another origin: nothing to do', onLeasedNode('docker', async (t) => {
+    expect(t.held).toBe(true);
+    const version = await installed(t);
+    await withOsPatchSource(t, async () => {
+      const pendingArgs = (extra: string[]) => [t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags, '--pending-upgrades', ...extra];
+      const none = await upgradeNode(pendingArgs(['--pending-origin', 'Debian-Security']));
+      expect(none.code, none.stderr).toBe(0);
+      expect(JSON.parse(none.stdout)).toMatchObject({ result: 'nothing-to-do', pendingUpgrades: {} });
+      expect(none.stderr).toContain(`0 pending upgrade(s) on ${t.name} from Debian-Security`);
+      // A failing after-upgrade hook: the pending upgrade is put back from the .deb the run kept.
+      const failed = await upgradeNode(pendingArgs(['--hook-after-upgrade', 'exit 3']));
+      expect(failed.code, failed.stderr).toBe(11);
+      expect(failed.stderr).toContain(`1 pending upgrade(s) on ${t.name} (apt-get -s upgrade; held packages kept back): ${OS_PATCH}=1.0-2`);
+      const r = report(failed);
+      expect(r.versions.target).toEqual({ [OS_PATCH]: '1.0-2' });
+      expect(r.rollback.find((x: any) => x.step === 'upgrade-runtime').summary).toMatch(new RegExp(reinstalledFromKept(OS_PATCH, '1.0-1').source.replace('_amd64', '_all')));
+      expect(await osPatch(t)).toBe('1.0-1');
+      const done = await upgradeNode(pendingArgs(['--reboot-timeout', '180s', '--reboot']));
+      expect(done.code, done.stderr).toBe(0);
+      expect(report(done)).toMatchObject({ result: 'upgraded', versions: { after: { [OS_PATCH]: '1.0-2' } }, reboot: { after: expect.any(String) } });
+      expect(await osPatch(t)).toBe('1.0-2');
+      expect(await installed(t)).toBe(version);
+    });
+    await expectServing(t, version);
+  }));
+
   it.concurrent('--to with a package that is not the runtime\'s, beside containerd: one transaction, kept, put back by the rollback when the after-upgrade hook fails; alone, no runtime restart, then the reboot', onLeasedNode('containerd', async (t) => {
     const { new: containerd } = bed().containerd;
     await withOsPatchSource(t, async () => {
