@@ -1,5 +1,5 @@
 import pRetry, { AbortError } from 'p-retry';
-import { stoppedError } from './runbook/stop.js';
+import { stoppedError } from './stop.js';
 
 /** Not yet: the condition is still false; its message says what was seen. */
 class NotYet extends Error {}

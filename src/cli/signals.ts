@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { stopNow } from '../runbook/stop.js';
+import { stopNow } from '../stop.js';
 
 // How an operator stops a run from a terminal, a CI job or a service manager: the first SIGINT, SIGTERM or SIGHUP asks
 // the run to stop at its next safe point (its report says where and what the node is like); a second one ends the

@@ -2,7 +2,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import pRetry from 'p-retry';
 import { RunbookError } from '../errors.js';
-import { stoppedError } from '../runbook/stop.js';
+import { stoppedError } from '../stop.js';
 import { closedUnderUs, keepAlive } from './keep-alive.js';
 
 type KubeConfig = import('./client-node.js').KubeConfig;

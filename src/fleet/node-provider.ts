@@ -6,7 +6,7 @@ import { nodeFailure, postMessage, type FleetMessage, type LaterNodes, type Node
 import type { RunReport } from '../runbook/report.js';
 import { HELD_RESULT, SKIPPED_RESULT, undrainableReason } from './undrainable.js';
 import { providerProcess } from './provider-process.js';
-import { NEVER_STOPPED, stopReason } from '../runbook/stop.js';
+import { NEVER_STOPPED, stopReason } from '../stop.js';
 
 // What the dynamic provider does, loaded in the provider's process (provider.ts is the serialized shim that loads it):
 // check and diff are pure, so `pulumi preview` changes nothing; diff looks only at the node, its targets and its

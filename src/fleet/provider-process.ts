@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { stopNow } from '../runbook/stop.js';
+import { stopNow } from '../stop.js';
 
 // The dynamic provider's process as `pulumi up` leaves it to itself. The Node.js provider host answers the engine's
 // Cancel (a Ctrl-C or SIGTERM on `pulumi up`) with nothing, and keeps serving when its `pulumi` is gone (SIGKILL, a
-// closed terminal): this module hears both, stops the nodes' runs at their next safe point (runbook/stop.ts), and
+// closed terminal): this module hears both, stops the nodes' runs at their next safe point (src/stop.ts), and
 // ends the process once its `pulumi` is gone and its runs have stopped. Nothing is written to a reader that is gone.
 
 export const CANCELLED = 'a Ctrl-C or SIGTERM on `pulumi up`';

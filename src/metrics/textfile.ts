@@ -7,7 +7,7 @@ import type { RunReport } from '../runbook/report.js';
 import { auditMetrics } from './audit.js';
 import { runMetrics } from './run.js';
 import { isTextfileDir } from './textfile-dir.js';
-import { mustHurry } from '../runbook/stop.js';
+import { mustHurry } from '../stop.js';
 
 // Files for node-exporter's textfile collector on the node (Debian: /var/lib/prometheus/node-exporter): written
 // whole and renamed into place, so a scrape never reads half a file.

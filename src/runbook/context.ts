@@ -11,7 +11,7 @@ import type { Journal } from './journal.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { RunOptions } from './options.js';
 import type { RunContext } from './step.js';
-import { throwIfStopped } from './stop.js';
+import { throwIfStopped } from '../stop.js';
 
 export interface ContextInput {
   options: RunOptions;

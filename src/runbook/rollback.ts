@@ -1,6 +1,6 @@
 import { messageOf, RunbookError } from '../errors.js';
 import type { EventSink } from './events.js';
-import { throwIfStopped } from './stop.js';
+import { throwIfStopped } from '../stop.js';
 import { stepsToUndo } from './journal.js';
 import type { RunReport } from './report.js';
 import type { RunContext, Step } from './step.js';

@@ -13,7 +13,7 @@ import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
 import { settleStopped, waitForEarlierCommands } from './stopped.js';
-import { NEVER_STOPPED, throwIfStopped } from './stop.js';
+import { NEVER_STOPPED, throwIfStopped } from '../stop.js';
 import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
 import { HOOK_FLAGS, hooksOfStep, runHook } from './hooks.js';

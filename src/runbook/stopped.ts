@@ -7,7 +7,7 @@ import { waitUntil } from '../wait.js';
 import { kubeletUnitOf, runtimeUnitsOf } from './journal.js';
 import type { NodeNow, RunReport } from './report.js';
 import type { RunContext } from './step.js';
-import { mustHurry, stopReason } from './stop.js';
+import { mustHurry, stopReason } from '../stop.js';
 
 // A run the operator stopped ends here: its journal says where, its Lease is released by the runner as always, and
 // the report says what the node is like now and both ways on. And a run that continues a stopped or killed one

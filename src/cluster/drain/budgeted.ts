@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunbookError } from '../../errors.js';
-import { stoppedError } from '../../runbook/stop.js';
+import { stoppedError } from '../../stop.js';
 import type { Cluster } from '../api.js';
 import { isPodReady } from '../pods.js';
 import { matchesSelector } from '../selector.js';

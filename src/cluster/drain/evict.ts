@@ -1,4 +1,4 @@
-import { stoppedError } from '../../runbook/stop.js';
+import { stoppedError } from '../../stop.js';
 import pRetry, { AbortError } from 'p-retry';
 import { ApiError, isNotFound, type Cluster } from '../api.js';
 import { waitUntil } from '../../wait.js';

@@ -1,5 +1,5 @@
 import { recordedScript } from '../commands.js';
-import { NEVER_STOPPED, withinStopGrace } from '../../runbook/stop.js';
+import { NEVER_STOPPED, withinStopGrace } from '../../stop.js';
 import { DEFAULT_COMMAND_TIMEOUT_MS, type ExecOptions, type ExecResult, type Transport } from './types.js';
 
 export interface FenceOptions {

@@ -4,7 +4,7 @@ import { makeContext } from '../../../src/runbook/context.js';
 import type { Journal } from '../../../src/runbook/journal.js';
 import type { LeaseKeeper } from '../../../src/runbook/lease-keeper.js';
 import type { RunOptions } from '../../../src/runbook/options.js';
-import { NEVER_STOPPED } from '../../../src/runbook/stop.js';
+import { NEVER_STOPPED } from '../../../src/stop.js';
 
 /** A run's context over this node, with an API that is never asked and a Lease always held. */
 export function contextOn(node: Transport, stop: AbortSignal = NEVER_STOPPED) {

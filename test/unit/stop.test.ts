@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseRunningCommands, recordedScript, runningCommandsScript } from '../../../src/node/commands.js';
-import type { ExecResult, Transport } from '../../../src/node/transport/types.js';
-import { contextOn } from './context-on.js';
-import { mustHurry, stopNow, stoppedError, withinStopGrace } from '../../../src/runbook/stop.js';
-import { waitUntil } from '../../../src/wait.js';
+import { parseRunningCommands, recordedScript, runningCommandsScript } from '../../src/node/commands.js';
+import type { ExecResult, Transport } from '../../src/node/transport/types.js';
+import { contextOn } from './runbook/context-on.js';
+import { mustHurry, stopNow, stoppedError, withinStopGrace } from '../../src/stop.js';
+import { waitUntil } from '../../src/wait.js';
 
 const exec = promisify(execFile);
 

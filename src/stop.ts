@@ -1,8 +1,9 @@
-import { RunbookError } from '../errors.js';
+import { RunbookError } from './errors.js';
 
 // An operator's stop (Ctrl-C, SIGTERM, a closed session, a cancelled `pulumi up`) as an AbortSignal: no new change
 // starts, waits give up, a command already on the node gets a short grace to finish there, and the run ends at its
-// next safe point with its journal and its Lease in order. The signal's reason says who asked ("SIGINT").
+// next safe point with its journal and its Lease in order. The signal's reason says who asked ("SIGINT"). It sits
+// beside errors.ts and wait.ts, below every layer that is given it (cluster/, node/, runbook/, fleet/, cli/).
 
 /** How long a command already running on the node is waited for after a stop, before the run leaves it running there. */
 export const STOP_GRACE_MS = 15_000;
