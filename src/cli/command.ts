@@ -22,6 +22,13 @@ export async function runCommand(
   body: (flags: Flags, positionals: string[], json: boolean, format: OutputFormat) => Promise<number>,
 ): Promise<number> {
   let json = false;
+  // Work that nothing will ever settle leaves the event loop empty, and the process would end with exit 0 and no word:
+  // it fails closed instead, saying so (found when an SSH server closed the connection at login unanswered).
+  const unsettled = () => {
+    io.stderr('node-maint: internal error: the command stopped with its work unfinished and no answer (a wait nothing ends); nothing more was done\n');
+    process.exitCode = ExitCode.internal;
+  };
+  process.once('beforeExit', unsettled);
   try {
     const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...spec.options, ...COMMON } });
     const flags = values as Flags;
@@ -34,6 +41,8 @@ export async function runCommand(
     return await body(flags, positionals, json, format);
   } catch (error) {
     return reportFailure(error, json, io);
+  } finally {
+    process.off('beforeExit', unsettled);
   }
 }
 

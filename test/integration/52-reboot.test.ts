@@ -197,8 +197,9 @@ describe('a reboot as a step of the run', () => {
 
   it.concurrent('a boot that refuses logins for 20 s (/run/nologin, as systemd has it until boot ends): the non-root user waits it out and finishes (issue 36 item 8)', onLeasedNode('any', async (t) => {
     expect(bed().sshUser).not.toBe('root');
-    // Systemd writes /run/nologin early at boot and removes it once boot is done; here sshd answers 20 s before that.
-    await testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sh -c "echo booting > /run/nologin && systemd-run --on-active=20 /bin/rm -f /run/nologin"']);
+    // Systemd writes /run/nologin early at boot and systemd-user-sessions removes it once boot is done; here sshd
+    // answers 20 s before that (started after systemd-user-sessions, which would otherwise remove the file at once).
+    await testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sh -c "echo booting > /run/nologin && systemd-run --on-active=20 /bin/rm -f /run/nologin"', '[Unit]', 'After=systemd-user-sessions.service']);
     const [version, boot] = [await installed(t), await bootOf(t)];
     const result = await upgradeNode(rebootArgs(t, ['--reboot']));
     expect(result.code, result.stderr).toBe(0);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { bed, upgradeNode } from './bed.js';
+import { bed, DRAIN_FLAGS, upgradeNode } from './bed.js';
 import { report } from './faults.js';
 import { nodeFingerprint } from './fixtures.js';
 import { onLeasedNode, type TestNode } from './pool.js';
@@ -16,7 +16,7 @@ const exec = promisify(execFile);
 
 /** The node's flags without the key: how it is reached, its user, known_hosts. */
 const withoutKey = (t: TestNode) => t.flags.filter((f, i) => f !== '--ssh-key' && t.flags[i - 1] !== '--ssh-key');
-const dryRun = (t: TestNode, flags: string[], env: NodeJS.ProcessEnv) => upgradeNode([t.name, '--dry-run', '--output', 'json', '--to', `containerd=${bed().containerd.new}`, ...flags], { env: { SSH_AUTH_SOCK: '', ...env } });
+const dryRun = (t: TestNode, flags: string[], env: NodeJS.ProcessEnv) => upgradeNode([t.name, '--dry-run', '--output', 'json', ...DRAIN_FLAGS, '--to', `containerd=${bed().containerd.new}`, ...flags], { env: { SSH_AUTH_SOCK: '', ...env } });
 
 /** An empty HOME with an .ssh directory, removed after `fn`. */
 async function inHome(fn: (home: string) => Promise<void>): Promise<void> {
@@ -58,6 +58,17 @@ describe('SSH as operators have it', () => {
       expect(result.code, result.stderr).toBe(0);
       expect(report(result).dryRun).toBe(true);
     });
+  }));
+
+  it.concurrent('logins refused by /run/nologin (the server ends the session at login): said as such, exit 7; never a silent exit 0', onLeasedNode('any', async (t) => {
+    await t.sh('echo "the node is booting" > /run/nologin');
+    try {
+      const result = await dryRun(t, t.flags, {});
+      expect(result.code, result.stderr).toBe(7);
+      expect(result.stderr).toContain(': the server closed the connection at login (logins refused: /run/nologin while the node boots or shuts down?)');
+    } finally {
+      await t.sh('rm -f /run/nologin');
+    }
   }));
 
   it.concurrent('a passphrase-protected key without an agent: refused by name before anything is read or changed', onLeasedNode('any', async (t) => {

@@ -172,7 +172,18 @@ function openClient(
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client();
     let hostKeyProblem: RunbookError | undefined;
+    let handshaken = false;
     client.on('ready', () => resolve(client));
+    client.on('handshake', () => (handshaken = true));
+    // Closed with neither ready nor an error: after the key exchange, a login the server refused as it ended the
+    // session (pam_nologin prints /run/nologin and closes while a node boots or shuts down); before it, unreachable.
+    client.on('close', () =>
+      reject(
+        handshaken
+          ? new RunbookError('authentication', `${where}: the server closed the connection at login (logins refused: /run/nologin while the node boots or shuts down?)`)
+          : new RunbookError('unreachable', `${where}: the server closed the connection before the key exchange`),
+      ),
+    );
     client.on('error', (err: Error & { level?: string; code?: string }) => {
       if (hostKeyProblem) return reject(hostKeyProblem);
       if (err.level === 'handshake' && err.message.includes('no matching host key format')) {
