@@ -96,3 +96,19 @@ export const ipamKeyPrefixes = (realNode) => [
   `/registry/crd.projectcalico.org/blockaffinities/${realNode}-10-96-`,
   '/registry/whereabouts.cni.cncf.io/ippools/kube-system/10-2',
 ];
+
+/**
+ * The handles of the bed's own Calico pods (named by the blocks of its IPPool, 10.233.64.0/18), as objects to create
+ * again: the cleanup's delete of the handle prefix takes them with the bench's, whose names have the same shape.
+ */
+export async function bedHandles(cluster) {
+  const blocks = (await cluster.get(`${CALICO}/ipamblocks`)).items.filter((b) => b.spec.cidr.startsWith('10.233.'));
+  const names = [...new Set(blocks.flatMap((b) => (b.spec.attributes ?? []).map((a) => a.handle_id).filter(Boolean)))];
+  const handles = await Promise.all(names.map((n) => cluster.get(`${CALICO}/ipamhandles/${n}`).catch(() => undefined)));
+  return handles.filter(Boolean).map((h) => ({ apiVersion: h.apiVersion, kind: h.kind, metadata: { name: h.metadata.name, labels: h.metadata.labels }, spec: h.spec }));
+}
+
+/** Creates again the handles bedHandles kept. */
+export async function putBackHandles(cluster, handles) {
+  for (const h of handles) await cluster.request('POST', `${CALICO}/ipamhandles`, h).catch(tolerate(409));
+}

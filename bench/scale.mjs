@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from '../dist/cluster/api.js';
 import { median } from './bench-node.mjs';
-import { ipamKeyPrefixes, podAddress, poolRange, POOL_SIZE, writeCalico, writeWhereabouts } from './ipam-scale.mjs';
+import { bedHandles, ipamKeyPrefixes, podAddress, poolRange, POOL_SIZE, putBackHandles, writeCalico, writeWhereabouts } from './ipam-scale.mjs';
 
 const NODES = Number(process.env.BENCH_NODES ?? 1000);
 const PODS = Number(process.env.BENCH_PODS ?? 50_000);
@@ -142,7 +142,9 @@ try {
   const key = (k) => Buffer.from(k).toString('base64');
   const range = { key: key(`/registry/pods/${NAMESPACE}/`), range_end: key(`/registry/pods/${NAMESPACE}0`) };
   const deleted = await fetch('http://127.0.0.1:23790/v3/kv/deleterange', { method: 'POST', body: JSON.stringify(range) }).then((r) => r.json());
+  const kept = await bedHandles(cluster);
   for (const prefix of ipamKeyPrefixes(node.name)) await fetch('http://127.0.0.1:23790/v3/kv/deleterange', { method: 'POST', body: JSON.stringify({ key: key(prefix), range_end: key(`${prefix}\uffff`) }) });
+  await putBackHandles(cluster, kept);
   kubectl('delete', 'namespace', NAMESPACE, '--ignore-not-found', '--wait=true', '--timeout=600s');
   kubectl('delete', 'nodes', '-l', 'node-maint.io/testbed=api-only', '--wait=false');
   // kwok plays nothing any more: stopped, so that it costs no CPU beside the tests.
