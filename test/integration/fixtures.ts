@@ -180,8 +180,8 @@ export async function testDropIn(t: TestNode, unit: string, lines: string[]): Pr
 /** The node's boot as a container node has it: PID 1's start (field 22 of /proc/1/stat; its container keeps the host's boot_id). */
 export const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
 
-/** The node's sshd starts 15 s late at each boot: a reboot leaves what the runbook reaches it by silent that long. */
-export const slowSshdAtBoot = (t: TestNode) => testDropIn(t, 'ssh.service', ['ExecStartPre=/bin/sleep 15']);
+/** The node's sshd starts `seconds` late at each boot: a reboot leaves what the runbook reaches it by silent that long. */
+export const slowSshdAtBoot = (t: TestNode, seconds = 15) => testDropIn(t, 'ssh.service', [`ExecStartPre=/bin/sleep ${seconds}`, 'TimeoutStartSec=300']);
 
 /**
  * The node's sshd waits at each boot until `release()` (a gate file under /var/lib, kept by a reboot): the node stays
