@@ -262,6 +262,9 @@ const readFileSafe = (path: string) => {
   }
 };
 
+/** Longer than anything a test runs in a node (the pool's reset waits up to 600 s for an apt a killed run left). */
+const ON_NODE_TIMEOUT_MS = 900_000;
+
 /**
  * Runs a script as root in the node, as `docker exec` would, but by entering its namespaces (nsenter): a `docker exec`
  * costs ~190 ms of CPU (dockerd, containerd, a shim, runc), nsenter ~9 ms, and the tests run thousands. The script's
@@ -270,12 +273,15 @@ const readFileSafe = (path: string) => {
 export async function onNode(container: string, script: string): Promise<string> {
   try {
     const { pid, env } = await nodeProcess(container);
-    const { stdout } = await exec('nsenter', ['-t', String(pid), '-a', '--', 'env', '-i', ...env, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20 });
+    // Bounded: a node whose container cannot be entered any more (seen once after a reboot) fails the test that meets
+    // it, instead of hanging it to its timeout.
+    const { stdout } = await exec('nsenter', ['-t', String(pid), '-a', '--', 'env', '-i', ...env, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20, timeout: ON_NODE_TIMEOUT_MS, killSignal: 'SIGKILL' });
     return stdout;
   } catch (e) {
-    const { code, stderr } = e as { code?: number; stderr?: string };
+    const { code, stderr, killed } = e as { code?: number; stderr?: string; killed?: boolean };
     const first = script.trim().split('\n')[0];
-    throw new Error(`on ${container}: \`${first}${script.trim().includes('\n') ? ' ...' : ''}\` exited ${code}: ${stderr?.trim() || '(no error output)'}`);
+    const how = killed ? `did not end within ${ON_NODE_TIMEOUT_MS / 1000}s` : `exited ${code}`;
+    throw new Error(`on ${container}: \`${first}${script.trim().includes('\n') ? ' ...' : ''}\` ${how}: ${stderr?.trim() || '(no error output)'}`);
   }
 }
 
