@@ -152,7 +152,7 @@ function parseReboot(values: Record<string, unknown>): Pick<RunOptions, 'reboot'
   };
 }
 
-/** --pending-upgrades [--pending-origin ORIGIN]: the origin, or true for every pending upgrade; undefined without it. */
+/** --pending-upgrades [--pending-origin ORIGIN]: `{ origin }` (no origin: every pending upgrade); undefined without it. */
 function parsePending(values: Record<string, unknown>): { origin?: string } | undefined {
   const origin = values['pending-origin'] === undefined ? undefined : String(values['pending-origin']);
   if (!values['pending-upgrades']) {

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, kubectl, kubectlJson, upgradeNode } from './bed.js';
 import { useNodes } from './pool.js';
 import { containerdOn } from './pulumi.js';
@@ -7,6 +7,10 @@ describe('a node that was cordoned before the run', () => {
   const [t] = useNodes('any');
   beforeAll(async () => {
     await kubectl('cordon', t.name);
+  });
+  // Tests put back what they change: the node goes back to the pool schedulable.
+  afterAll(async () => {
+    await kubectl('uncordon', t.name);
   });
 
   it('is upgraded and stays cordoned after it', async () => {

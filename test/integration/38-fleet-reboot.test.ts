@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, kubectlJson, waitFor } from './bed.js';
-import { pinnedDeployment } from './fixtures.js';
+import { bootOf, pinnedDeployment } from './fixtures.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
 import { webhookReceiver } from './webhook.js';
@@ -10,7 +10,6 @@ import { webhookReceiver } from './webhook.js';
 const FLEET = useNodes('any', 'any', 'any');
 const ns = useNamespace();
 const names = () => FLEET.map((n) => n.name);
-const bootOf = async (t: TestNode) => (await t.sh(`sed 's/^.*) //' /proc/1/stat | cut -d' ' -f20`)).trim();
 /** The node's node-maint marks: its state label, its annotations, and the Events of its last run ("Reason: message"). */
 async function marksOf(t: TestNode) {
   const node = await kubectlJson('get', 'node', t.name);
