@@ -22,15 +22,35 @@ export function throwIfStopped(signal: AbortSignal): void {
   if (signal.aborted) throw stoppedError(signal);
 }
 
-/** Aborted when the process is about to be killed (the provider host being closed, 5 s before its SIGKILL). */
-const hurry = new AbortController();
+/**
+ * The one way a stop is made: `signal` is what every wait, loop and retry is given; `hurry()` says the process has
+ * seconds left (a second signal, the provider host closing it with SIGKILL 5 s behind), so that no command under way
+ * is waited for any more and a stop reads nothing it need not. Each stop hurries on its own: nothing process-wide.
+ */
+export class StopSource {
+  private readonly asked = new AbortController();
+  private readonly hurried = new AbortController();
+  readonly signal: AbortSignal = this.asked.signal;
 
-/** No command under way is waited for any more, and a stop reads nothing it need not: the process has seconds left. */
-export function stopNow(): void {
-  hurry.abort();
+  constructor() {
+    hurries.set(this.signal, this.hurried.signal);
+  }
+
+  /** Asks the run to stop at its next safe point; the reason says who asked ("SIGINT"). Asked once: later asks change nothing. */
+  ask(reason: string): void {
+    if (!this.signal.aborted) this.asked.abort(reason);
+  }
+
+  hurry(): void {
+    this.hurried.abort();
+  }
 }
 
-export const mustHurry = () => hurry.signal.aborted;
+// A stop's signal to its hurry, so that the layers given only the signal can tell.
+const hurries = new WeakMap<AbortSignal, AbortSignal>();
+
+/** Whether the process that made this stop has seconds left (never, for a signal not made by a StopSource). */
+export const mustHurry = (signal: AbortSignal) => hurries.get(signal)?.aborted === true;
 
 /**
  * The command's answer, or, once a stop was asked and the command has had its grace (none once the process must
@@ -42,14 +62,15 @@ export function withinStopGrace<T>(work: Promise<T>, signal: AbortSignal, what: 
     let timer: NodeJS.Timeout | undefined;
     const leave = (after: string) => reject(stoppedError(signal, `${what} was still running ${after} and goes on on the node until it ends (its own timeout bounds it)`));
     const now = () => signal.aborted && leave('as the process had to end');
-    const giveUp = () => (mustHurry() ? now() : (timer ??= setTimeout(() => leave(`after ${graceMs / 1000}s`), graceMs)));
+    const giveUp = () => (mustHurry(signal) ? now() : (timer ??= setTimeout(() => leave(`after ${graceMs / 1000}s`), graceMs)));
+    const hurried = hurries.get(signal);
     if (signal.aborted) giveUp();
     else signal.addEventListener('abort', giveUp, { once: true });
-    hurry.signal.addEventListener('abort', now, { once: true });
+    hurried?.addEventListener('abort', now, { once: true });
     work.then(resolve, reject).finally(() => {
       clearTimeout(timer);
       signal.removeEventListener('abort', giveUp);
-      hurry.signal.removeEventListener('abort', now);
+      hurried?.removeEventListener('abort', now);
     });
   });
 }

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { stopNow } from '../stop.js';
+import { StopSource } from '../stop.js';
 
 // How an operator stops a run from a terminal, a CI job or a service manager: the first SIGINT, SIGTERM or SIGHUP asks
 // the run to stop at its next safe point (its report says where and what the node is like); a second one ends the
@@ -13,24 +13,24 @@ export interface StopOnSignals {
 }
 
 export function stopOnSignals(say: (line: string) => void, exit: (code: number) => void = (code) => process.exit(code), parentPid = startedByNpm() ? process.ppid : undefined): StopOnSignals {
-  const controller = new AbortController();
+  const stop = new StopSource();
   // A closed terminal (SIGHUP) leaves stderr without a reader: what cannot be said is dropped, never retried.
   const dropWriteErrors = () => undefined;
   process.stdout.on('error', dropWriteErrors);
   process.stderr.on('error', dropWriteErrors);
   let hurried = false;
   const handler = (name: NodeJS.Signals) => {
-    if (!controller.signal.aborted) {
+    if (!stop.signal.aborted) {
       say(`node-maint: ${name} received: stopping at the next safe point (no new change starts; a command already running on the node gets a few seconds to finish there); send it again to end at once`);
-      controller.abort(name);
+      stop.ask(name);
       return;
     }
     // Another signal than the first is an escalation with a SIGKILL close behind (a CI runner's cancel: SIGINT, SIGTERM
     // 7.5 s later, SIGKILL 2.5 s after): the stop is finished now (its record written, the Lease released), not dropped.
-    if (!hurried && name !== controller.signal.reason) {
+    if (!hurried && name !== stop.signal.reason) {
       hurried = true;
-      say(`node-maint: ${name} received after ${String(controller.signal.reason)}: finishing the stop now (the command under way is left running on the node; the stop is recorded and the Lease released); send it again to end at once`);
-      stopNow();
+      say(`node-maint: ${name} received after ${String(stop.signal.reason)}: finishing the stop now (the command under way is left running on the node; the stop is recorded and the Lease released); send it again to end at once`);
+      stop.hurry();
       return;
     }
     say(`node-maint: ${name} received again: ending now. The journal on the node's Lease is intact; the Lease frees itself within its duration (at once for a run from this machine): run the same command to continue, or add --rollback`);
@@ -41,12 +41,12 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
     parentPid === undefined
       ? undefined
       : watchParent(parentPid, (parent) => {
-          if (controller.signal.aborted) return;
+          if (stop.signal.aborted) return;
           say(`node-maint: its parent process (PID ${parent}) ended without passing a signal on (npx and npm end at a SIGTERM and leave their child running): stopping at the next safe point, as for SIGTERM`);
-          controller.abort('the end of its parent process');
+          stop.ask('the end of its parent process');
         });
   return {
-    signal: controller.signal,
+    signal: stop.signal,
     dispose() {
       // The write-error handlers stay: a report written after a SIGHUP must not crash the process that wrote it.
       for (const s of SIGNALS) process.off(s, handler);

@@ -237,7 +237,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         }
       }
       const report = await runUpgrade({ options, cluster: access.cluster, transport, events: progressPrinter(progress), stop: stopping.signal });
-      if (textfileDir) await publishRunMetrics({ cluster: access.cluster, transport, report, dir: textfileDir, log: progress });
+      if (textfileDir) await publishRunMetrics({ cluster: access.cluster, transport, report, dir: textfileDir, log: progress, stop: stopping.signal });
       io.stdout(json ? `${JSON.stringify(report, null, 2)}\n` : `${renderReport(report)}\n`);
       return report.exitCode;
     });

@@ -94,7 +94,7 @@ export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string
       events: progressPrinter((line) => log(`[${inputs.node}] ${line}`)),
       stop,
     }).then(async (report) => {
-      if (inputs.textfileDir) await publishRunMetrics({ cluster, transport, report, dir: inputs.textfileDir, log: (line) => log(`[${inputs.node}] ${line}`) });
+      if (inputs.textfileDir) await publishRunMetrics({ cluster, transport, report, dir: inputs.textfileDir, log: (line) => log(`[${inputs.node}] ${line}`), stop });
       return report;
     }),
     // A node silent while its unfinished run's reboot is under way (an up cancelled then) is waited for by the run.

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { stopNow } from '../stop.js';
+import { StopSource } from '../stop.js';
 
 // The dynamic provider's process as `pulumi up` leaves it to itself. The Node.js provider host answers the engine's
 // Cancel (a Ctrl-C or SIGTERM on `pulumi up`) with nothing, and keeps serving when its `pulumi` is gone (SIGKILL, a
@@ -33,7 +33,7 @@ export function providerProcess(): ProviderProcess {
 }
 
 function watch(): ProviderProcess {
-  const controller = new AbortController();
+  const stop = new StopSource();
   let readerGone = false;
   let running = 0;
   let gone = false;
@@ -44,7 +44,7 @@ function watch(): ProviderProcess {
     if (gone) return;
     gone = true;
     log(`node-maint: ${why}: stopping this provider's runs at their next safe point, then exiting`);
-    if (!controller.signal.aborted) controller.abort(PULUMI_GONE);
+    stop.ask(PULUMI_GONE);
     setTimeout(() => process.exit(0), EXIT_BACKSTOP_MS).unref();
     exitWhenIdle();
   };
@@ -65,15 +65,15 @@ function watch(): ProviderProcess {
   const closing = (name: NodeJS.Signals) => {
     if (running === 0) process.exit(0);
     pulumiGone(`${name} from the engine closing this provider`);
-    stopNow();
+    stop.hurry();
   };
   process.on('SIGINT', closing);
   process.on('SIGTERM', closing);
   const hears = hearEngineCancel(() => {
-    if (controller.signal.aborted) return;
+    if (stop.signal.aborted) return;
     // The engine also cancels its providers as every update ends: said only when a node is under way to hear it.
     if (running > 0) log(`node-maint: ${CANCELLED} (the engine's Cancel): no node starts; a node under way stops at its next safe point`);
-    controller.abort(CANCELLED);
+    stop.ask(CANCELLED);
   });
   if (!hears) log('node-maint: cannot hear the engine\'s Cancel with this @grpc/grpc-js: a cancelled `pulumi up` lets the nodes under way finish');
   const parent = process.ppid;
@@ -84,7 +84,7 @@ function watch(): ProviderProcess {
   }, PROBE_MS);
   probe.unref();
   return {
-    stop: controller.signal,
+    stop: stop.signal,
     log,
     async track(work) {
       running++;

@@ -36,8 +36,8 @@ export async function writeTextfile(transport: Transport, dir: string, name: str
  * After a run: its result and step durations, and a fresh audit of the node, as textfiles. Metrics never fail a run:
  * a file that cannot be written is said in the log. A run that lost its Lease writes nothing (the node is another's).
  */
-export async function publishRunMetrics({ cluster, transport, report, dir, log }: { cluster: Cluster; transport: Transport; report: RunReport; dir: string; log: (line: string) => void }): Promise<void> {
-  if (report.dryRun || report.result === 'lease-lost' || mustHurry()) return;
+export async function publishRunMetrics({ cluster, transport, report, dir, log, stop }: { cluster: Cluster; transport: Transport; report: RunReport; dir: string; log: (line: string) => void; stop?: AbortSignal }): Promise<void> {
+  if (report.dryRun || report.result === 'lease-lost' || (stop && mustHurry(stop))) return;
   try {
     await writeTextfile(transport, dir, RUN_TEXTFILE, await runMetrics(report));
     // A stopped run ends promptly: the node is mid-maintenance, and the run that continues it audits it.

@@ -54,7 +54,7 @@ export function makeContext(input: ContextInput): RunContext {
     options,
     runId: journal.runId,
     cluster: input.cluster.withHooks({ beforeWrite: fence, onRetry: progress, signal: stop }),
-    leaseFencedCluster: input.cluster.withHooks({ beforeWrite: leaseFence, onRetry: progress }),
+    recordingCluster: input.cluster.withHooks({ beforeWrite: leaseFence, onRetry: progress }),
     transport,
     reader,
     stop,

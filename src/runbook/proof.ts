@@ -10,7 +10,7 @@ import type { RunContext } from './step.js';
  */
 export async function settledAudit(ctx: RunContext): Promise<AuditReport> {
   const { skipWaitForDeleteTimeoutSeconds } = ctx.options.drain;
-  const report = await settledLiveAudit({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node, skipWaitForDeleteTimeoutSeconds, signal: ctx.stop });
+  const report = await settledLiveAudit({ cluster: ctx.cluster, transport: ctx.reader, node: ctx.options.node, skipWaitForDeleteTimeoutSeconds, signal: ctx.stop });
   if (report.verdict === 'leaks') {
     throw new RunbookError('leaksFound', `${report.findings.length} leak(s) on ${ctx.options.node}: ${summarize(report, 5).top.join('; ')}`, { details: report });
   }

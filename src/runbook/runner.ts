@@ -8,11 +8,11 @@ import { changeKind, compareVersionsScript } from '../node/packages/index.js';
 import { STEPS } from '../steps/index.js';
 import { releaseKeptDebs } from '../steps/upgrade-runtime.js';
 import type { PreflightPlan } from '../steps/preflight.js';
-import { waitForAskedReboot } from '../steps/reboot.js';
 import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
-import { settleStopped, waitForEarlierCommands } from './stopped.js';
+import { waitForEarlierProcess } from './resume.js';
+import { settleStopped } from './stopped.js';
 import { NEVER_STOPPED, throwIfStopped } from '../stop.js';
 import type { EventSink } from './events.js';
 import { finishedEarlier, isRollingBack, isUnfinished, newJournal, type Journal } from './journal.js';
@@ -92,7 +92,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       emit(e);
     };
     const ctx = makeContext({ options, cluster, transport: input.transport, journal, resuming: mode !== 'run', keeper, emit: tracking, currentStep: () => currentStep, stop });
-    if (!options.dryRun) marker = new NodeMarker(ctx.leaseFencedCluster, options.node, journal.runId, line);
+    if (!options.dryRun) marker = new NodeMarker(ctx.recordingCluster, options.node, journal.runId, line);
     // A resumed run or a rollback holds the Lease from the start; a new one from when it decides to act.
     const markBegin = (state: string) => marker?.begin(journal!.prior?.packages ?? {}, journal!.targets, state);
     if (mode === 'resume') markBegin('preflight');
@@ -156,8 +156,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
   let journaled = ctx.resuming;
   try {
     if (ctx.resuming && !options.dryRun) {
-      await waitForAskedReboot(ctx);
-      await waitForEarlierCommands(ctx);
+      await waitForEarlierProcess(ctx);
     }
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
@@ -287,8 +286,7 @@ function stoppedByLease(report: RunReport, keeper: LeaseKeeper, options: RunOpti
 async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
   report.versions.before = ctx.journal.prior?.packages ?? {};
   try {
-    await waitForAskedReboot(ctx);
-    await waitForEarlierCommands(ctx);
+    await waitForEarlierProcess(ctx);
     const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
     report.result = ok ? 'rolled-back' : 'rollback-failed';
     report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;

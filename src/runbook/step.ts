@@ -32,10 +32,10 @@ export interface Step<P extends StepPlan = StepPlan> {
 export interface RunContext {
   readonly options: RunOptions;
   readonly runId: string;
-  /** The API, every write fenced by the Lease; none starts once the operator asked to stop. */
+  /** The API for the run's work: every write fenced by the Lease, none once a stop was asked; its retries end at a stop. */
   readonly cluster: Cluster;
-  /** The API, writes fenced by the Lease only: the run's own marks as it ends, a stop's included. */
-  readonly leaseFencedCluster: Cluster;
+  /** The API for what the run records of itself (its marks, Events, what a stop reads of the Node): fenced by the Lease only, so it still works after a stop. */
+  readonly recordingCluster: Cluster;
   /** The node, every command fenced by the Lease (none once stopped), and recorded on the node while it runs. */
   readonly transport: Transport;
   /** The node for reads: fenced by the Lease only, so a stopped run can still say what the node is like. */

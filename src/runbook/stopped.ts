@@ -1,45 +1,16 @@
 import { getNode } from '../cluster/nodes.js';
 import { ExitCode, messageOf } from '../errors.js';
-import { describeCommands, parseRunningCommands, runningCommandsScript, type RunningCommand } from '../node/commands.js';
+import { describeCommands } from '../node/commands.js';
 import { parseUnitStates, unitStatesScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
-import { waitUntil } from '../wait.js';
+import { runningCommands } from './resume.js';
 import { kubeletUnitOf, runtimeUnitsOf } from './journal.js';
 import type { NodeNow, RunReport } from './report.js';
 import type { RunContext } from './step.js';
 import { mustHurry, stopReason } from '../stop.js';
 
 // A run the operator stopped ends here: its journal says where, its Lease is released by the runner as always, and
-// the report says what the node is like now and both ways on. And a run that continues a stopped or killed one
-// first waits for that run's command still running on the node, rather than fight it.
-
-/** The run's commands still running on the node (a stopped or killed process of it left them there), and the node's clock. */
-async function runningCommands(ctx: RunContext): Promise<{ now: number; commands: RunningCommand[] }> {
-  const out = await run(ctx.reader, `date +%s; ${runningCommandsScript(ctx.journal.runId)}`);
-  const [first = '', ...rest] = out.split('\n');
-  return { now: Number(first.trim()), commands: parseRunningCommands(rest.join('\n')) };
-}
-
-/**
- * Waits for the commands an earlier process of this run left running on the node (an apt goes on to its end after a
- * stop or a kill), up to their own timeouts, saying so; then the run plans from what the node is.
- */
-export async function waitForEarlierCommands(ctx: RunContext): Promise<void> {
-  const first = await runningCommands(ctx);
-  if (first.commands.length === 0) return;
-  const lastDeadline = Math.max(...first.commands.map((c) => c.deadline));
-  ctx.progress(`waiting for this run's command(s) still running on the node from its earlier process: ${describeCommands(first.commands)}`);
-  await waitUntil(
-    `the earlier process's command(s) on ${ctx.options.node} to end`,
-    async () => {
-      const { commands } = await runningCommands(ctx);
-      return commands.length === 0 ? true : describeCommands(commands);
-    },
-    // Their own timeouts end them (node's clock); a little longer, for the clocks' and the polls' sake.
-    { timeoutMs: (Math.max(0, lastDeadline - first.now) + 30) * 1000, intervalMs: 2_000, signal: ctx.stop },
-  );
-  ctx.progress('the earlier command(s) ended: planning from what the node is now');
-}
+// the report says what the node is like now and both ways on (runbook/resume.ts is how the next process goes on).
 
 /** How long a stop reads what the node is like: with the 15 s grace of a command under way, a stop ends within 30 s. */
 export const NODE_NOW_READ_MS = 10_000;
@@ -49,7 +20,7 @@ export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
   const reboot = ctx.journal.reboot;
   if (reboot && !reboot.after) {
     // Asked, not seen done: the node may still answer for a moment on its old boot; its units then say nothing true.
-    const cordoned = await getNode(ctx.leaseFencedCluster, ctx.options.node).then((n) => n.spec.unschedulable === true, () => undefined);
+    const cordoned = await getNode(ctx.recordingCluster, ctx.options.node).then((n) => n.spec.unschedulable === true, () => undefined);
     return { running: [], cordoned, rebooting: `the reboot this run asked at ${reboot.at}, not yet seen on a new boot`, unread: 'kubelet, the runtime and the packages not read while it reboots' };
   }
   const now: NodeNow = { running: [] };
@@ -62,7 +33,7 @@ export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
       (e) => void (answered.add(what), problems.push(`${what} (${messageOf(e)})`)),
     );
   const reads: Record<string, () => Promise<void>> = {
-    'the Node': async () => void (now.cordoned = (await getNode(ctx.leaseFencedCluster, ctx.options.node)).spec.unschedulable === true),
+    'the Node': async () => void (now.cordoned = (await getNode(ctx.recordingCluster, ctx.options.node)).spec.unschedulable === true),
     'the units': async () => {
       const kubelet = kubeletUnitOf(ctx.journal);
       const units = prior ? runtimeUnitsOf(prior) : [];
@@ -104,7 +75,7 @@ export async function settleStopped(ctx: RunContext, report: RunReport, error: u
   }
   // A process with seconds left (its plugin host closing it) writes its journal and frees the Lease first; the node's
   // state is for the run that continues it.
-  report.nodeNow = mustHurry() ? { running: [], unread: 'not read: this process was being ended' } : await readNodeNow(ctx);
+  report.nodeNow = mustHurry(ctx.stop) ? { running: [], unread: 'not read: this process was being ended' } : await readNodeNow(ctx);
   const again = 'run the same command again to continue where it stopped';
   report.next =
     phase === 'rollback'

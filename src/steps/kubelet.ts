@@ -10,7 +10,7 @@ import { waitUntil } from '../wait.js';
 
 export async function kubeletActive(ctx: RunContext): Promise<boolean> {
   const unit = kubeletUnitOf(ctx.journal);
-  return parseUnitStates(await run(ctx.transport, unitStatesScript([unit]))).get(unit) === true;
+  return parseUnitStates(await run(ctx.reader, unitStatesScript([unit]))).get(unit) === true;
 }
 
 /**
@@ -33,7 +33,7 @@ const KUBELET_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); [ 
  */
 async function kubeletStartedAfterReboot(ctx: RunContext): Promise<number | undefined> {
   if (!ctx.journal.reboot?.after) return undefined;
-  const started = Number.parseInt((await run(ctx.transport, KUBELET_STARTED_SCRIPT)).trim(), 10);
+  const started = Number.parseInt((await run(ctx.reader, KUBELET_STARTED_SCRIPT)).trim(), 10);
   return Number.isFinite(started) ? started * 1000 : undefined;
 }
 
@@ -48,7 +48,7 @@ async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
     'kubelet to stop',
     async () => {
       const unit = kubeletUnitOf(ctx.journal);
-      const out = await run(ctx.transport, `${unitStatesScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
+      const out = await run(ctx.reader, `${unitStatesScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
       return !parseUnitStates(out).get(unit) && !out.includes('running') ? true : 'still running';
     },
     { timeoutMs: 30_000, intervalMs: 500, signal: ctx.stop },
@@ -146,7 +146,7 @@ export async function waitUntilNodeReady(ctx: RunContext, postedSince?: number):
     `${ctx.options.node} to be Ready with a PodCIDR and the runtime network`,
     async () => {
       const node = await getNode(ctx.cluster, ctx.options.node);
-      const network = (await run(ctx.transport, NETWORK_READY_SCRIPT)).trim();
+      const network = (await run(ctx.reader, NETWORK_READY_SCRIPT)).trim();
       if (network === 'unknown') throw new RunbookError('couldNotAudit', `${ctx.options.node} has no crictl: the runtime's network readiness cannot be checked`);
       const cidr = podCidr(node);
       const stale = postedSince !== undefined && (readyPostedAt(node) ?? 0) < postedSince;

@@ -140,7 +140,7 @@ function checkPackages(ctx: RunContext, state: NodeState): void {
 
 /** Each package to change provides the daemon that runs now: else the upgrade would change a file nothing runs. */
 async function checkRunsFromPackages(ctx: RunContext, packages: string[]): Promise<void> {
-  const problems = notRunningFromPackage(packages, await runningBinaries(ctx.transport, packages));
+  const problems = notRunningFromPackage(packages, await runningBinaries(ctx.reader, packages));
   if (problems.length > 0) throw refuse(`${problems.join('; ')} (on ${ctx.options.node})`);
 }
 
@@ -150,7 +150,7 @@ async function checkRunsFromPackages(ctx: RunContext, packages: string[]): Promi
  */
 async function checkInstallable(ctx: RunContext, state: NodeState, changes: Array<[string, string]>): Promise<{ notes: string[]; alongside: Record<string, string> }> {
   const { options } = ctx;
-  const available = parseAvailableVersions(await run(ctx.transport, availableVersionsScript(changes.map(([p]) => p))));
+  const available = parseAvailableVersions(await run(ctx.reader, availableVersionsScript(changes.map(([p]) => p))));
   const unavailable = changes.filter(([p, v]) => !available.get(p)?.has(v));
   if (unavailable.length > 0) {
     throw refuse(unavailable.map(([p, v]) => `${p} ${v} is not available from ${options.node}'s package sources (available: ${[...(available.get(p) ?? [])].join(', ') || 'none'})`).join('; '));
@@ -158,7 +158,7 @@ async function checkInstallable(ctx: RunContext, state: NodeState, changes: Arra
   // A run resumed after its own install began passed these checks then, and apt cannot simulate over the dpkg it
   // left interrupted: the upgrade step repairs dpkg first, and rolls back from the .debs it kept.
   if (ctx.journal.steps['upgrade-runtime'] !== undefined) return { notes: [], alongside: {} };
-  const simulated = await ctx.transport.exec(simulateInstallScript(Object.fromEntries(changes)), { timeoutMs: options.commandTimeoutSeconds * 1000 });
+  const simulated = await ctx.reader.exec(simulateInstallScript(Object.fromEntries(changes)), { timeoutMs: options.commandTimeoutSeconds * 1000 });
   if (simulated.code !== 0) {
     const said = simulated.stdout.split('\n').filter((l) => /^E:|^ /.test(l)).slice(-6).join(' | ');
     throw refuse(`apt cannot plan the install of ${changes.map(([p, v]) => `${p} ${v}`).join(', ')} on ${options.node} (apt-get -s exited ${simulated.code}: ${said || 'no reason given'}); nothing was changed`);
@@ -170,10 +170,10 @@ async function checkInstallable(ctx: RunContext, state: NodeState, changes: Arra
   // What apt upgrades alongside the targets (a newer runc): kept and put back by a rollback as the targets are.
   const alongside = changedAlongside(simulation, options.targets);
   if (Object.keys(alongside).length > 0) {
-    for (const [p, versions] of parseAvailableVersions(await run(ctx.transport, availableVersionsScript(Object.keys(alongside))))) available.set(p, versions);
+    for (const [p, versions] of parseAvailableVersions(await run(ctx.reader, availableVersionsScript(Object.keys(alongside))))) available.set(p, versions);
   }
   const priors: Record<string, string> = { ...alongside, ...Object.fromEntries(changes.map(([p]) => [p, state.packages[p] ?? '']).filter(([, v]) => v !== '')) };
-  const cached = new Set((await run(ctx.transport, cachedDebsScript(priors))).split('\n').filter(Boolean));
+  const cached = new Set((await run(ctx.reader, cachedDebsScript(priors))).split('\n').filter(Boolean));
   const lost = Object.entries(priors).filter(([p, v]) => !available.get(p)?.has(v) && !cached.has(p));
   if (lost.length > 0 && !options.allowNoRollback) {
     throw refuse(`${lost.map(([p, v]) => `${p} ${v}`).join(', ')}, installed now, is no longer in ${options.node}'s package sources nor in apt's cache: a rollback would have nothing to install. Put its .deb in /var/cache/apt/archives on the node, or give --allow-no-rollback to go on without a rollback path`);
@@ -197,7 +197,7 @@ async function waitForPackageLock(ctx: RunContext, state: NodeState): Promise<st
     await waitUntil(
       `the dpkg lock on ${options.node}`,
       async () => {
-        const db = parsePackageDb([], (await run(ctx.transport, LOCK_HOLDERS_SCRIPT)).split('\n').filter(Boolean), false);
+        const db = parsePackageDb([], (await run(ctx.reader, LOCK_HOLDERS_SCRIPT)).split('\n').filter(Boolean), false);
         return db.lockHolders.length === 0 ? true : `held by ${lockMessage(db)}`;
       },
       { timeoutMs: options.lockTimeoutSeconds * 1000, intervalMs: 2_000, onChange: (seen) => ctx.progress(`waiting for the dpkg lock: ${seen}`), signal: ctx.stop },

@@ -25,7 +25,7 @@ export interface ProvePlan extends StepPlan {
 async function sandboxImage(ctx: RunContext, state: NodeState): Promise<string> {
   const fromFlag = flagValue(criDockerdCommandLine(state), 'pod-infra-container-image') ?? flagValue(kubeletCommandLine(state), 'pod-infra-container-image');
   if (fromFlag) return fromFlag;
-  const info = await run(ctx.transport, `crictl info 2>/dev/null | grep -o '"sandboxImage": *"[^"]*"' | head -n1 | cut -d'"' -f4 || true`).catch(() => '');
+  const info = await run(ctx.reader, `crictl info 2>/dev/null | grep -o '"sandboxImage": *"[^"]*"' | head -n1 | cut -d'"' -f4 || true`).catch(() => '');
   return info.trim() || 'registry.k8s.io/pause:3.10';
 }
 

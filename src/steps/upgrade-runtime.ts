@@ -24,7 +24,7 @@ function unitsOf(ctx: RunContext): string[] {
 }
 
 async function downUnits(ctx: RunContext, units: string[]): Promise<string[]> {
-  return [...parseUnitStates(await run(ctx.transport, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
+  return [...parseUnitStates(await run(ctx.reader, unitStatesScript(units)))].filter(([, active]) => !active).map(([u]) => u);
 }
 
 /** "containerd 1.6.20~ds1-1+deb12u2 (want 1.6.20~ds1-1+deb12u3)" for each package not cleanly at its version. */
@@ -41,7 +41,7 @@ export async function expectAtTargets(ctx: RunContext): Promise<void> {
 }
 
 async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>): Promise<void> {
-  const problems = notAtTarget(targets, await runningBinaries(ctx.transport, Object.keys(targets)));
+  const problems = notAtTarget(targets, await runningBinaries(ctx.reader, Object.keys(targets)));
   if (problems.length > 0) throw new Error(`the runtime does not run the installed version: ${problems.join('; ')}`);
 }
 
@@ -54,7 +54,7 @@ async function runtimeAtTargets(ctx: RunContext, targets: Record<string, string>
 async function install(ctx: RunContext, versions: Record<string, string>, units: string[], files: Record<string, string> = {}): Promise<void> {
   const { lockTimeoutSeconds } = ctx.options;
   const fromSources = Object.keys(versions).filter((p) => !files[p]);
-  const available = parseAvailableVersions(fromSources.length > 0 ? await run(ctx.transport, availableVersionsScript(fromSources)) : '');
+  const available = parseAvailableVersions(fromSources.length > 0 ? await run(ctx.reader, availableVersionsScript(fromSources)) : '');
   const refresh = fromSources.some((p) => !available.get(p)?.has(versions[p]!)) ? refreshScript(lockTimeoutSeconds) : undefined;
   const specs = Object.entries(versions).map(([p, v]) => `${p}=${v}`).join(' ');
   // No unit to stop or start: the install alone (a package that is not the runtime's).
@@ -95,7 +95,7 @@ async function keepPriorDebs(ctx: RunContext, packages: string[]): Promise<void>
 async function keptDebsOnNode(ctx: RunContext, packages: string[]): Promise<Record<string, string>> {
   const kept = Object.entries(ctx.journal.keptDebs ?? {}).filter(([p]) => packages.includes(p));
   if (kept.length === 0) return {};
-  const present = new Set((await run(ctx.transport, kept.map(([, f]) => `[ -f ${quote(f)} ] && echo ${quote(f)}`).join('; ') + '; true')).split('\n'));
+  const present = new Set((await run(ctx.reader, kept.map(([, f]) => `[ -f ${quote(f)} ] && echo ${quote(f)}`).join('; ') + '; true')).split('\n'));
   return Object.fromEntries(kept.filter(([, f]) => present.has(f)));
 }
 

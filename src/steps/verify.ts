@@ -18,7 +18,7 @@ export const verifyNode: Step<VerifyPlan> = {
   alwaysApply: true,
   async plan(ctx) {
     if (!ctx.options.dryRun) return { actions: [], summary: 'will audit the node for leaks' };
-    const { report } = await auditLiveNode({ cluster: ctx.cluster, transport: ctx.transport, node: ctx.options.node });
+    const { report } = await auditLiveNode({ cluster: ctx.cluster, transport: ctx.reader, node: ctx.options.node });
     return { actions: [], audit: report, summary: `audit now: ${report.verdict === 'clean' ? 'clean' : report.verdict === 'leaks' ? `${report.findings.length} finding(s)` : `could not audit (${report.unverifiable.join('; ')})`}`, detail: { audit: summarize(report) } };
   },
   async apply(ctx, plan) {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parseRunningCommands, recordedScript, runningCommandsScript } from '../../src/node/commands.js';
 import type { ExecResult, Transport } from '../../src/node/transport/types.js';
 import { contextOn } from './runbook/context-on.js';
-import { mustHurry, stopNow, stoppedError, withinStopGrace } from '../../src/stop.js';
+import { mustHurry, StopSource, stoppedError, withinStopGrace } from '../../src/stop.js';
 import { waitUntil } from '../../src/wait.js';
 
 const exec = promisify(execFile);
@@ -60,16 +60,33 @@ describe('an operator\'s stop', () => {
 });
 
 describe('a process about to be killed (its plugin host closing it, SIGKILL 5 s later)', () => {
-  // Last in this file: once a process must hurry, it hurries for good.
   it('waits no longer for a command under way, whatever grace it had', async () => {
-    const stop = new AbortController();
+    const stop = new StopSource();
     const t0 = Date.now();
     const apt = withinStopGrace(new Promise(() => undefined), stop.signal, 'the install', 15_000);
-    stop.abort('the end of its `pulumi` process');
-    stopNow();
+    stop.ask('the end of its `pulumi` process');
+    stop.hurry();
     await expect(apt).rejects.toThrow('the install was still running as the process had to end and goes on on the node');
     expect(Date.now() - t0).toBeLessThan(1_000);
-    expect(mustHurry()).toBe(true);
+    expect(mustHurry(stop.signal)).toBe(true);
+  });
+
+  it('hurries only its own stop: another run\'s command keeps its grace', async () => {
+    const ending = new StopSource();
+    const other = new StopSource();
+    const install = withinStopGrace(new Promise((r) => setTimeout(() => r('installed'), 200)), other.signal, 'the install', 5_000);
+    other.ask('SIGINT');
+    ending.ask('SIGTERM');
+    ending.hurry();
+    await expect(install).resolves.toBe('installed');
+    expect([mustHurry(ending.signal), mustHurry(other.signal), mustHurry(new AbortController().signal)]).toEqual([true, false, false]);
+  });
+
+  it('is asked once: the first reason stays', () => {
+    const stop = new StopSource();
+    stop.ask('SIGINT');
+    stop.ask('SIGTERM');
+    expect(stop.signal.reason).toBe('SIGINT');
   });
 });
 

@@ -1,11 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/cluster/types.js';
 import type { RunContext } from '../../../src/runbook/step.js';
+import type { Transport } from '../../../src/node/transport/types.js';
 import { startKubelet, waitUntilNodeReady } from '../../../src/steps/kubelet.js';
 
 // The sequence CI saw after `systemctl start kubelet`: the node still shows the Ready its kubelet posted before the
 // stop while the runtime network is already up; then the started kubelet's first status says NotReady (kubenet has
 // no netConfig yet); then Ready. Only the last one is an answer.
+
+/** A fake node for both the step's changes and its reads. */
+const onBothWays = (node: Transport) => ({ transport: node, reader: node });
+
 function startedKubelet(startedAt: number) {
   const at = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
   const ready = (status: string, heartbeat: number, message = 'kubelet is posting ready status'): Node => ({
@@ -24,7 +29,7 @@ function startedKubelet(startedAt: number) {
   const ctx = {
     options: { node: 'n1', readyTimeoutSeconds: 20 },
     cluster: { get: async () => seen[Math.min(polls++, seen.length - 1)] },
-    transport: { target: 'test', exec: async () => ({ code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined },
+    ...onBothWays({ target: 'test', exec: async () => ({ code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
     progress: (line: string) => lines.push(line),
   } as unknown as RunContext;
   return { ctx, lines, polls: () => polls };
@@ -47,7 +52,7 @@ describe('waiting for the node after kubelet starts', () => {
     const ctx = {
       ...k.ctx,
       journal: { prior: { kubeletUnit: 'kubelet' }, reboot: { before: 'b/1', at: '', after: 'b/2' } },
-      transport: { target: 'test', exec: async (script: string) => ({ code: 0, stdout: script.includes('etimes') ? `${Math.floor(startedAt / 1000)}\n` : 'ready\n', stderr: '' }), close: async () => undefined },
+      ...onBothWays({ target: 'test', exec: async (script: string) => ({ code: 0, stdout: script.includes('etimes') ? `${Math.floor(startedAt / 1000)}\n` : 'ready\n', stderr: '' }), close: async () => undefined }),
     } as unknown as RunContext;
     await expect(startKubelet.apply(ctx, { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' })).resolves.toContain('Ready True');
     expect(k.polls()).toBe(4);
@@ -71,7 +76,7 @@ describe('starting kubelet', () => {
       options: { node: 'n1', readyTimeoutSeconds: 2 },
       journal: { prior: { kubeletUnit: 'kubelet' } },
       cluster: { get: async () => node(heartbeat) },
-      transport: { target: 'test', exec: async (script: string) => (script.includes('systemctl start') ? { ...startOutput, stderr: 'Unit kubelet.service not found.' } : { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined },
+      ...onBothWays({ target: 'test', exec: async (script: string) => (script.includes('systemctl start') ? { ...startOutput, stderr: 'Unit kubelet.service not found.' } : { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
       progress: () => undefined,
     }) as unknown as RunContext;
   const plan = { actions: ['systemctl start kubelet'], summary: '' };

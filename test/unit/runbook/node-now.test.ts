@@ -12,7 +12,7 @@ describe('the node as a run stops', () => {
     const ctx = {
       options: { node: 'n1' },
       journal: { runId: 'r1', targets: { containerd: '2' }, steps: {}, prior: undefined },
-      leaseFencedCluster: { server: 'https://api', get: async () => ({ spec: { unschedulable: true } }) },
+      recordingCluster: { server: 'https://api', get: async () => ({ spec: { unschedulable: true } }) },
       reader: { target: 'ssh n1', exec: silent, close: async () => undefined },
       installedVersions: silent,
     };
@@ -32,7 +32,7 @@ describe('the node as a run stops', () => {
     const ctx = {
       options: { node: 'n1' },
       journal: { runId: 'r1', targets: {}, steps: {}, prior: undefined },
-      leaseFencedCluster: { server: 'https://api', get: async () => Promise.reject(new Error('connection refused')) },
+      recordingCluster: { server: 'https://api', get: async () => Promise.reject(new Error('connection refused')) },
       reader: { target: 'ssh n1', exec: async () => ({ code: 0, stdout: '100\n', stderr: '' }), close: async () => undefined },
       installedVersions: async () => ({}),
     };
