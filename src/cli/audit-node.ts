@@ -12,6 +12,8 @@ import { connectNode } from './node-access.js';
 import { auditExitCode, renderAudit } from './render-audit.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
+import { runViaAgent, VIA_OPTION, viaAgent } from './via-agent.js';
+import { stopOnSignals } from './signals.js';
 
 export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--cluster-wide] [--output text|json|prometheus] [--textfile-dir DIR] [options]
 
@@ -58,7 +60,7 @@ back in one round trip.
                             audit after it
   --kubeconfig PATH         --context NAME
   Node access: as upgrade-node (--ssh-host, --ssh-port, --ssh-user, --ssh-key, --known-hosts, --ssh-bastion,
-  --transport ssh|docker-exec|local, --container, --docker-host).
+  --transport ssh|docker-exec|local, --container, --docker-host, --via ssh|agent; --reclaim over SSH only).
 
 Exit codes: 0 clean (after --reclaim: nothing left); 13 findings of this node (left); 15 could not verify (a check
 could not look, e.g. the runtime or the pod list did not answer; after --reclaim: nothing was done, or the audit after
@@ -71,7 +73,7 @@ const apiCost = (cluster: Cluster) => ({ requests: cluster.requestsSent, bytesRe
 
 export async function auditNodeMain(argv: string[], io: CliIo = processIo): Promise<number> {
   let transport: Transport | undefined;
-  const options = { reclaim: { type: 'boolean' }, 'cluster-wide': { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'lease-namespace': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS } as const;
+  const options = { reclaim: { type: 'boolean' }, 'cluster-wide': { type: 'boolean' }, interval: { type: 'string' }, grace: { type: 'string' }, 'skip-wait-for-delete-timeout': { type: 'string' }, 'lease-namespace': { type: 'string' }, 'textfile-dir': { type: 'string' }, ...CONNECT_OPTIONS, ...VIA_OPTION } as const;
   try {
     return await runCommand(argv, io, { options, help: AUDIT_HELP, outputs: ['text', 'json', 'prometheus'] }, async (flags, positionals, json, format) => {
       const node = singleNode(positionals);
@@ -80,6 +82,15 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       const interval = flags.interval ? parseDuration(String(flags.interval), '--interval') : 5;
       const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
       const leaseNamespace = validateLeaseNamespace(String(flags['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace));
+      if (viaAgent(flags.via)) {
+        if (flags.reclaim) throw new RunbookError('usage', '--reclaim does not go with --via agent yet (the agent runs as the runbook\'s ServiceAccount, which may not release IPAM records): reclaim over SSH');
+        const stopping = stopOnSignals((line) => io.stderr(`${line}\n`));
+        try {
+          return await runViaAgent({ command: 'audit-node', node, namespace: leaseNamespace, argv, kubeconfig: flags.kubeconfig, context: flags.context, stop: stopping.signal, io });
+        } finally {
+          stopping.dispose();
+        }
+      }
       const access = await connectNode(node, flags, (line) => io.stderr(`node-maint: ${line}\n`));
       transport = access.transport;
       const started = Date.now();

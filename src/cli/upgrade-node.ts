@@ -17,6 +17,7 @@ import { parsePendingUpgrades, PENDING_UPGRADES_SCRIPT, pendingTargets } from '.
 import { run } from '../node/transport/index.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
+import { runViaAgent, VIA_HELP, VIA_OPTION, viaAgent } from './via-agent.js';
 
 export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE [--to PACKAGE=VERSION[,PACKAGE=VERSION]] [--reboot | --reboot-if-required] [options]
 
@@ -61,6 +62,7 @@ Cluster:
   --context NAME               a context of the kubeconfig
 
 Node access (default: ssh to the node's InternalIP):
+${VIA_HELP}
   --ssh-host HOST              --ssh-port PORT (22)        --ssh-user USER (root; others use sudo -n)
   --ssh-key PATH               (~/.ssh/id_ed25519)         --known-hosts PATH (~/.ssh/known_hosts; never bypassed)
   --ssh-bastion HOST[:PORT]    jump host, same key and known_hosts
@@ -107,6 +109,7 @@ Exit codes:
 ${exitCodeLines().join('\n')}`;
 
 const UPGRADE_OPTIONS = {
+  ...VIA_OPTION,
   to: { type: 'string' },
   'dry-run': { type: 'boolean' },
   'ignore-daemonsets': { type: 'boolean' },
@@ -224,6 +227,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       };
       const pending = parsePending(values);
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
+      if (viaAgent(values.via)) return runViaAgent({ command: 'upgrade-node', node: options.node, namespace: options.leaseNamespace, argv, kubeconfig: values.kubeconfig, context: values.context, stop: stopping.signal, io });
       // A node silent while its unfinished run's reboot is under way is waited for by the run, not refused here.
       const rebooting = async (cluster: Cluster) => rebootInFlight(journalOf(await readLease(cluster, options.leaseNamespace, options.node)));
       const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`), rebooting);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import pRetry from 'p-retry';
@@ -112,6 +113,14 @@ export class Cluster {
    * allowed: create serviceaccounts/token), valid for `seconds`. Its user is named NAMESPACE:NAME.
    */
   async asServiceAccount(namespace: string, name: string, seconds: number): Promise<Cluster> {
+    const { KubeConfig } = await import('./client-node.js');
+    const kc = new KubeConfig();
+    kc.loadFromString(await this.serviceAccountKubeconfig(namespace, name, seconds));
+    return new Cluster(kc, this.timeoutMs, this.toleranceMs, this.hooks);
+  }
+
+  /** A kubeconfig (JSON) for this API server as the ServiceAccount, its bound token valid for `seconds`, its CA inline. */
+  async serviceAccountKubeconfig(namespace: string, name: string, seconds: number): Promise<string> {
     const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`;
     const account = `the ServiceAccount ${namespace}/${name}`;
     const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } }).catch((error: unknown) => {
@@ -121,12 +130,18 @@ export class Cluster {
       throw error;
     });
     if (!answer.status?.token) throw new RunbookError('usage', `the API server gave no token for ${account}`);
-    const { KubeConfig } = await import('./client-node.js');
-    const kc = new KubeConfig();
     const server = this.kc.getCurrentCluster()!;
+    // A CA given as a file (in a pod: the ServiceAccount's ca.crt) goes inline: the kubeconfig is read elsewhere.
+    const caData = server.caData ?? (server.caFile ? readFileSync(server.caFile).toString('base64') : undefined);
     const user = `${namespace}:${name}`;
-    kc.loadFromOptions({ clusters: [server], users: [{ name: user, token: answer.status.token }], contexts: [{ name: user, cluster: server.name, user }], currentContext: user });
-    return new Cluster(kc, this.timeoutMs, this.toleranceMs, this.hooks);
+    return JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: server.name, cluster: { server: server.server, 'certificate-authority-data': caData, 'insecure-skip-tls-verify': server.skipTLSVerify || undefined } }],
+      users: [{ name: user, user: { token: answer.status.token } }],
+      contexts: [{ name: user, context: { cluster: server.name, user } }],
+      'current-context': user,
+    });
   }
 
   /** How many requests (watches included) this connection has sent. */

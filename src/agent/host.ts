@@ -1,0 +1,135 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { RunbookError } from '../errors.js';
+import { BOOT_IDENTITY_SCRIPT, parseBootIdentity } from '../node/reboot.js';
+
+// What the agent does on its node's host, and nothing more: its pod shares the host's PID namespace, so PID 1 is the
+// host's systemd; `nsenter` into PID 1's mount namespace reaches `systemd-run` and `systemctl` there, and the run
+// becomes a unit of the host's systemd that outlives the pod, the runtime's restart and kubelet's stop.
+
+const exec = promisify(execFile);
+
+/** Where the agent leaves, on the host, the runtime its runs execute (one folder per image) and their output. */
+export const HOST_DIR = '/var/lib/node-maint/agent';
+/** Where a run's credentials go on the host: tmpfs, root only, gone at the next boot (a new boot gets new ones). */
+export const HOST_SECRETS_DIR = '/run/node-maint/agent';
+/** The image's own Node.js, its libraries and the bundled CLI (testbed/lib/agent.sh builds it). */
+export const IMAGE_DIR = '/opt/node-maint';
+
+const NSENTER = ['-t', '1', '-m', '-u', '-i', '-n', '-p', '--'];
+
+async function onHost(args: string[], timeoutMs = 30_000): Promise<string> {
+  try {
+    const { stdout } = await exec('nsenter', [...NSENTER, ...args], { timeout: timeoutMs });
+    return stdout;
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    throw new RunbookError('preflight', `on the host: ${args.join(' ')}: ${(err.stderr || err.message).trim().split('\n').slice(-3).join(' | ')}`, { cause: e });
+  }
+}
+
+/** The host's boot as the runbook tells boots apart (kernel boot_id and PID 1's start: a node in a container too). */
+export const bootId = async () => parseBootIdentity(await onHost(['sh', '-c', BOOT_IDENTITY_SCRIPT]));
+
+/**
+ * The image's runtime copied to the host once per image; the folder the unit runs it from. Called as a run starts,
+ * when no other run of this node's agent is under way: the runtimes of earlier images (about 110 MB each) go.
+ */
+export async function stageRuntime(): Promise<string> {
+  const version = (await readFile(join(IMAGE_DIR, 'VERSION'), 'utf8')).trim();
+  const dir = join(HOST_DIR, `runtime-${version}`);
+  if (!(await stat(join(dir, 'VERSION')).catch(() => undefined))) {
+    await rm(`${dir}.tmp`, { recursive: true, force: true });
+    await cp(IMAGE_DIR, `${dir}.tmp`, { recursive: true });
+    await rm(dir, { recursive: true, force: true });
+    await rename(`${dir}.tmp`, dir);
+  }
+  for (const old of await readdir(HOST_DIR)) if (old.startsWith('runtime-') && join(HOST_DIR, old) !== dir) await rm(join(HOST_DIR, old), { recursive: true, force: true });
+  return dir;
+}
+
+/** The run's stderr (its progress, published as it comes) and its stdout (its report, published when it ends). */
+export const outputFile = (id: string) => join(HOST_DIR, 'runs', `${id}.log`);
+export const reportFile = (id: string) => join(HOST_DIR, 'runs', `${id}.out`);
+export const kubeconfigFile = (id: string) => join(HOST_SECRETS_DIR, `${id}.kubeconfig`);
+
+export async function writeKubeconfig(id: string, kubeconfig: string): Promise<string> {
+  await mkdir(HOST_SECRETS_DIR, { recursive: true, mode: 0o700 });
+  const file = kubeconfigFile(id);
+  await writeFile(file, kubeconfig, { mode: 0o600 });
+  return file;
+}
+
+export async function forgetKubeconfig(id: string): Promise<void> {
+  await rm(kubeconfigFile(id), { force: true });
+}
+
+/**
+ * The run as a transient unit of the host's systemd: its own Node.js through its own loader (the host needs none),
+ * its output appended to a file on the host, its exit status kept after it ends (RemainAfterExit) until the agent has
+ * published it and removes the unit.
+ */
+export async function startUnit(unit: string, runtime: string, command: string, args: string[], id: string): Promise<void> {
+  await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
+  const log = outputFile(id);
+  await onHost([
+    'systemd-run', `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
+    `--property=StandardOutput=append:${reportFile(id)}`, `--property=StandardError=append:${log}`, '--property=KillMode=mixed', '--property=Type=exec',
+    join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'),
+    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id),
+  ]);
+}
+
+export interface UnitState {
+  /** false: systemd has no such unit (never started, removed, or the node rebooted since). */
+  known: boolean;
+  running: boolean;
+  /** The run's exit code once it ended. */
+  exit?: number;
+}
+
+export async function unitState(unit: string): Promise<UnitState> {
+  const out = await onHost(['systemctl', 'show', `${unit}.service`, '--property=LoadState,ActiveState,SubState,ExecMainCode,ExecMainStatus,ExecMainPID']);
+  const p = Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  if (p.LoadState !== 'loaded') return { known: false, running: false };
+  const running = p.SubState === 'running' || p.SubState === 'start';
+  if (running || p.ActiveState === 'activating') return { known: true, running: true };
+  // ExecMainCode 1 is an exit (its status the code); 2 and 3 a signal (said as 128 + signal, as a shell does).
+  const status = Number(p.ExecMainStatus);
+  return { known: true, running: false, exit: p.ExecMainCode === '1' ? status : 128 + status };
+}
+
+/** The host is shutting down (a reboot the run asked): what ends now is not the run's end, the next boot goes on. */
+export async function shuttingDown(): Promise<boolean> {
+  // It exits non-zero for every state but "running", and prints the state either way.
+  const state = await exec('nsenter', [...NSENTER, 'systemctl', 'is-system-running'], { timeout: 30_000 }).then(
+    (r) => r.stdout,
+    (e: { stdout?: string }) => e.stdout ?? '',
+  );
+  return state.trim() === 'stopping';
+}
+
+/** The operator's stop, passed to the run as the signal it would get in a terminal. */
+export async function signalUnit(unit: string, signal: string): Promise<void> {
+  await onHost(['systemctl', 'kill', '--kill-who=main', `--signal=${signal}`, `${unit}.service`]);
+}
+
+/** The ended run's unit gone from systemd (stopped, its failed state reset); a unit systemd does not know is no error. */
+export async function removeUnit(unit: string): Promise<void> {
+  await onHost(['systemctl', 'stop', `${unit}.service`]).catch(() => undefined);
+  await onHost(['systemctl', 'reset-failed', `${unit}.service`]).catch(() => undefined);
+}
+
+/** The run's progress from `offset` on (bytes), as far as it was written. */
+export async function readOutput(id: string, offset: number): Promise<Buffer> {
+  const all = await readFile(outputFile(id)).catch(() => Buffer.alloc(0));
+  return all.subarray(offset);
+}
+
+/** The run's report: the tail of its stdout that fits in the ConfigMap. */
+export async function readReport(id: string): Promise<string> {
+  const all = await readFile(reportFile(id)).catch(() => Buffer.alloc(0));
+  return all.subarray(Math.max(0, all.length - 512 * 1024)).toString();
+}

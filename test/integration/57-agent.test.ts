@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { applyObjects, bed, DRAIN_FLAGS, kubectl, kubectlJson, upgradeNode } from './bed.js';
+import { agentPods, withAgent } from './agent.js';
+import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
+import { pinnedPodSpec } from './fixtures.js';
+import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
+
+// No SSH (issue 37): the runbook run on the node by its agent, a DaemonSet pod, as a unit of the node's systemd,
+// asked for through the API. The node's sshd is stopped (and disabled across its reboot) for every run here.
+
+const kubeconfigOf = (t: TestNode) => t.flags[t.flags.indexOf('--kubeconfig') + 1]!;
+/** The run's arguments through the agent: no SSH flag, only the caller's kubeconfig. */
+const viaAgent = (t: TestNode, extra: string[]) => [t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfigOf(t), ...extra];
+
+async function withoutSsh(t: TestNode, fn: () => Promise<void>): Promise<void> {
+  await t.sh('systemctl disable --now ssh 2>/dev/null');
+  try {
+    await fn();
+    expect((await t.sh('systemctl is-active ssh || true')).trim()).toBe('inactive');
+  } finally {
+    await t.sh('systemctl enable --now ssh 2>/dev/null');
+  }
+}
+
+describe('the runbook through the node-maint agent, no SSH', () => {
+  const ns = useNamespace();
+
+  it.concurrent('an upgrade with --reboot end to end: the run goes on on the new boot, proven and audited clean', onLeasedNode('containerd', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const { new: version } = bed().containerd;
+      const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${version}`, '--reboot']));
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`node-maint: asked the agent on ${t.name} to run upgrade-node ${t.name} --output json ${DRAIN_FLAGS.join(' ')} --to containerd=${version} --reboot`);
+      expect(r.stderr).toContain(`node-maint agent: ${t.name} is up on a new boot: continuing the run (the same command, from its journal)`);
+      const rep = report(r);
+      // The report of the run's second start, on the new boot: it went on from its journal.
+      expect(rep).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, reboot: { after: expect.any(String) }, audit: { verdict: 'clean', findings: 0 } });
+      expect(rep.steps.find((s: any) => s.name === 'prove-node')).toMatchObject({ status: 'done' });
+      expect(await containerdStatus(t)).toBe(`${version} hi`);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+    }));
+  }));
+
+  it.concurrent("Ctrl-C of the caller while a budget holds the drain: passed to the run through the API, which stops at its safe point (exit 18)", onLeasedNode('docker', async (t) => {
+    const app = `held-${t.name}`;
+    const pod = (i: number) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `${app}-${i}`, namespace: ns.name, labels: { app } }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name } });
+    const budget = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: app, namespace: ns.name }, spec: { minAvailable: 1, selector: { matchLabels: { app } } } };
+    await applyObjects([pod(1), pod(2), budget]);
+    try {
+      await withAgent(t, () => withoutSsh(t, async () => {
+        let sent = 0;
+        const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]), {
+          onStderr: (text, _kill, running) => {
+            if (sent || !text.includes(stepLine('drain'))) return;
+            sent = Date.now();
+            setTimeout(() => running.signal('SIGINT'), 3_000);
+          },
+        });
+        expect(r.code, r.stderr).toBe(18);
+        expect(r.stderr).toContain(`node-maint: passed SIGINT to the run on ${t.name} through its agent; waiting for it to stop at its next safe point`);
+        const rep = report(r);
+        expect(rep).toMatchObject({ result: 'stopped', exitCode: 18 });
+        expect(rep.error.message).toContain('stopped by SIGINT');
+        expect((await lease(t.name)).holder).toBeUndefined();
+      }));
+      const back = await upgradeNode(['--rollback', t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect(back.code, back.stderr).toBe(11);
+    } finally {
+      await kubectl('-n', ns.name, 'delete', 'pdb', app, '--ignore-not-found');
+    }
+  }));
+
+  it.concurrent('the caller killed and the agent\'s pod deleted during apt: the run finishes; the same command attaches and gets the report', onLeasedNode('containerd', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const { new: version } = bed().containerd;
+      const args = viaAgent(t, ['--to', `containerd=${version}`]);
+      const first = await upgradeNode(args, { onStderr: (text, kill) => text.includes(stepLine('upgrade-runtime')) && kill() });
+      expect(first.code, first.stderr).toBe(137);
+      for (const p of await agentPods(t.name)) await kubectl('-n', 'kube-system', 'delete', 'pod', p.metadata.name, '--wait=false');
+      const again = await upgradeNode(args);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toMatch(new RegExp(`node-maint: (attaching to the run already under way on ${t.name} through its agent|the run this command started on ${t.name} at \\S+ ended while no caller followed it)`));
+      expect(report(again)).toMatchObject({ result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
+      expect(await containerdStatus(t)).toBe(`${version} hi`);
+    }));
+  }));
+
+  it.concurrent('a run over SSH killed mid-drain, then finished through the agent (one journal, one Lease)', onLeasedNode('docker', async (t) => {
+    const { new: version } = bed().containerd;
+    await withAgent(t, async () => {
+      await upgradeKilledAt(t, version, stepLine('stop-kubelet'));
+      expect((await lease(t.name)).journal).toBeDefined();
+      await withoutSsh(t, async () => {
+        const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${version}`]));
+        expect(r.code, r.stderr).toBe(0);
+        expect(report(r)).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
+      });
+    });
+  }));
+
+  it.concurrent('no agent on the node: refused by name, nothing changed', onLeasedNode('any', async (t) => {
+    const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
+    expect(r.code, r.stderr).toBe(10);
+    expect(JSON.parse(r.stdout).error.message).toContain(`${t.name} has no node-maint agent (its DaemonSet is runbooks/agent.yaml`);
+    expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+    await expect(kubectl('-n', 'kube-system', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+  }));
+});

@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { loadAll } from 'js-yaml';
+import { applyObjects, kubectl, kubectlJson, waitFor } from './bed.js';
+import type { TestNode } from './pool.js';
+
+// The node-maint agent on a leased pool node: its image built from dist/ and loaded on the node, the shipped
+// DaemonSet (runbooks/agent.yaml) with that image and the bed's API address, scheduled only on nodes a test labels.
+const exec = promisify(execFile);
+const LABEL = 'node-maint.io/agent-test';
+const selector = 'app.kubernetes.io/name=node-maint-agent';
+
+/** The shipped manifest as the bed needs it: the image just built (never pulled), the API where the nodes reach it. */
+function manifest(image: string): unknown[] {
+  const docs = loadAll(readFileSync('runbooks/agent.yaml', 'utf8')) as any[];
+  for (const d of docs) {
+    if (d.kind !== 'DaemonSet') continue;
+    const pod = d.spec.template.spec;
+    pod.nodeSelector = { [LABEL]: 'on' };
+    const [c] = pod.containers;
+    Object.assign(c, { image, imagePullPolicy: 'Never' });
+    // No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does.
+    c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: '6443' });
+  }
+  return docs;
+}
+
+export const agentPods = async (node: string) => (await kubectlJson('get', 'pods', '-n', 'kube-system', '-l', selector, '--field-selector', `spec.nodeName=${node}`)).items as any[];
+
+/** Runs `fn` with the agent Ready on the node; the agent, its request and its runs' files gone after. */
+export async function withAgent(t: TestNode, fn: () => Promise<void>): Promise<void> {
+  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', t.name]);
+  const image = stdout.trim().split('\n').at(-1)!;
+  await kubectl('apply', '-f', 'runbooks/rbac.yaml');
+  await applyObjects(manifest(image));
+  await kubectl('label', 'node', t.name, `${LABEL}=on`, '--overwrite');
+  try {
+    await waitFor(async () => (await agentPods(t.name)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${t.name}`);
+    await fn();
+  } finally {
+    await kubectl('label', 'node', t.name, `${LABEL}-`);
+    await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, `the agent gone from ${t.name}`);
+    await kubectl('-n', 'kube-system', 'delete', 'configmap', `node-maint-agent-${t.name}`, '--ignore-not-found');
+    await t.sh('rm -rf /var/lib/node-maint/agent/runs');
+  }
+}
