@@ -36,7 +36,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       // The report of the run's second start, on the new boot: it went on from its journal.
       expect(rep).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, reboot: { after: expect.any(String) }, audit: { verdict: 'clean', findings: 0 } });
       expect(rep.steps.find((s: any) => s.name === 'prove-node')).toMatchObject({ status: 'done' });
-      expect(await containerdStatus(t)).toBe(`${version} hi`);
+      expect(await containerdStatus(t)).toBe(`${version} hi `);
       expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
     }));
   }));
@@ -81,7 +81,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       expect(again.code, again.stderr).toBe(0);
       expect(again.stderr).toMatch(new RegExp(`node-maint: (attaching to the run already under way on ${t.name} through its agent|the run this command started on ${t.name} at \\S+ ended while no caller followed it)`));
       expect(report(again)).toMatchObject({ result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
-      expect(await containerdStatus(t)).toBe(`${version} hi`);
+      expect(await containerdStatus(t)).toBe(`${version} hi `);
     }));
   }));
 
