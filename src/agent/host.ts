@@ -77,6 +77,8 @@ export async function startUnit(unit: string, runtime: string, command: string, 
   await onHost([
     'systemd-run', `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
     `--property=StandardOutput=append:${reportFile(id)}`, `--property=StandardError=append:${log}`, '--property=KillMode=mixed', '--property=Type=exec',
+    // A shutdown (the run's own reboot) stops it like a SIGTERM: its stop is said within 30 s, not the default 90 s.
+    '--property=TimeoutStopSec=30',
     join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'),
     command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id),
   ]);

@@ -2,10 +2,11 @@ import { Cluster } from '../cluster/api.js';
 import { messageOf } from '../errors.js';
 import { validateLeaseNamespace, validateNodeName } from '../runbook/options.js';
 import { agentTick } from './agent.js';
+import { AGENT_NAMESPACE } from './protocol.js';
 
 // The agent's pod: its node from the downward API (NODE_NAME), the cluster from its ServiceAccount, a look at its
-// ConfigMap every POLL_MS. It listens on no port. Its own credentials only read and write its node's ConfigMap and
-// ask short-lived tokens of the runbook's ServiceAccount, which each run gets in a root-only file on the host.
+// ConfigMap every POLL_MS. It listens on no port. Its own credentials only read and write ConfigMaps of its own
+// namespace and ask short-lived tokens of the runbook's ServiceAccount, which each run gets in a root-only file on the host.
 
 const POLL_MS = 2_000;
 /** A run's token outlives its longest wait (a reboot, a drain): the agent gives a fresh one at each start of the run. */
@@ -13,12 +14,13 @@ const TOKEN_SECONDS = 3 * 3600;
 
 async function main(): Promise<void> {
   const node = validateNodeName(process.env.NODE_NAME ?? '');
-  const namespace = validateLeaseNamespace(process.env.NODE_MAINT_NAMESPACE ?? 'kube-system');
+  // The runbook's ServiceAccount (runbooks/rbac.yaml), whose short-lived tokens the runs get.
+  const runAsNamespace = validateLeaseNamespace(process.env.NODE_MAINT_RUN_AS_NAMESPACE ?? 'kube-system');
   const runAs = process.env.NODE_MAINT_RUN_AS ?? 'node-maint';
   const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
   const cluster = await Cluster.connect({ onRetry: log });
-  log(`agent for ${node}: requests in ${namespace}/node-maint-agent-${node}, runs as ${namespace}/${runAs}`);
-  const setup = { cluster, node, namespace, log, credentials: () => cluster.serviceAccountKubeconfig(namespace, runAs, TOKEN_SECONDS) };
+  log(`agent for ${node}: requests in ${AGENT_NAMESPACE}/node-maint-agent-${node}, runs as ${runAsNamespace}/${runAs}`);
+  const setup = { cluster, node, namespace: AGENT_NAMESPACE, log, credentials: () => cluster.serviceAccountKubeconfig(runAsNamespace, runAs, TOKEN_SECONDS) };
   for (;;) {
     await agentTick(setup).catch((e: unknown) => log(`could not look at the request: ${messageOf(e)}`));
     await new Promise((r) => setTimeout(r, POLL_MS));

@@ -2,12 +2,14 @@ import { RunbookError } from '../errors.js';
 import { CONNECT_OPTIONS } from '../cli/connect.js';
 import { HOOK_FLAGS } from '../runbook/hooks.js';
 
-// How a caller and a node's agent talk with no port and no SSH: one ConfigMap per node in the Lease namespace. The
+// How a caller and a node's agent talk with no port and no SSH: one ConfigMap per node in the agent's namespace. The
 // caller writes the request (and later, maybe, a stop); the agent starts the run as a unit on the node and writes
 // back its unit, its output (the run's own lines, as it prints them) and its exit code. The run's journal and Lease
 // are the same as over SSH: a run can be started one way and continued the other.
 
 export const agentConfigMapName = (node: string) => `node-maint-agent-${node}`;
+/** The agent's own namespace (runbooks/agent.yaml): its rights to ConfigMaps stop there, never kube-system's. */
+export const AGENT_NAMESPACE = 'node-maint';
 
 /** The commands an agent runs, and nothing else: a request is never a shell command. */
 export const AGENT_COMMANDS = ['upgrade-node', 'audit-node'] as const;

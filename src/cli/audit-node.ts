@@ -86,7 +86,7 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
         if (flags.reclaim) throw new RunbookError('usage', '--reclaim does not go with --via agent yet (the agent runs as the runbook\'s ServiceAccount, which may not release IPAM records): reclaim over SSH');
         const stopping = stopOnSignals((line) => io.stderr(`${line}\n`));
         try {
-          return await runViaAgent({ command: 'audit-node', node, namespace: leaseNamespace, argv, kubeconfig: flags.kubeconfig, context: flags.context, stop: stopping.signal, io });
+          return await runViaAgent({ command: 'audit-node', node, leaseNamespace, argv, kubeconfig: flags.kubeconfig, context: flags.context, stop: stopping.signal, io });
         } finally {
           stopping.dispose();
         }

@@ -227,7 +227,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       };
       const pending = parsePending(values);
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
-      if (viaAgent(values.via)) return runViaAgent({ command: 'upgrade-node', node: options.node, namespace: options.leaseNamespace, argv, kubeconfig: values.kubeconfig, context: values.context, stop: stopping.signal, io });
+      if (viaAgent(values.via)) return runViaAgent({ command: 'upgrade-node', node: options.node, leaseNamespace: options.leaseNamespace, argv, kubeconfig: values.kubeconfig, context: values.context, stop: stopping.signal, io });
       // A node silent while its unfinished run's reboot is under way is waited for by the run, not refused here.
       const rebooting = async (cluster: Cluster) => rebootInFlight(journalOf(await readLease(cluster, options.leaseNamespace, options.node)));
       const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`), rebooting);

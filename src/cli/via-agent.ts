@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, isNotFound } from '../cluster/api.js';
 import { getNode } from '../cluster/nodes.js';
 import { listPodsOnNode, isPodReady } from '../cluster/pods.js';
+import type { Pod } from '../cluster/types.js';
 import { requirePermissions, upgradePermissions, type Permission } from '../cluster/permissions.js';
 import { RunbookError } from '../errors.js';
-import { agentConfigMapName, readExchange, requestArgs, writeExchange, type AgentCommand, type AgentExchange } from '../agent/protocol.js';
+import { AGENT_NAMESPACE, agentConfigMapName, readExchange, requestArgs, writeExchange, type AgentCommand, type AgentExchange } from '../agent/protocol.js';
 import type { CliIo } from './io.js';
 
 // A command run on the node by its agent instead of over SSH: the caller needs only its kubeconfig. It writes the
@@ -20,7 +21,8 @@ const PICKUP_MS = 60_000;
 export interface ViaAgent {
   command: AgentCommand;
   node: string;
-  namespace: string;
+  /** Where the run keeps its Lease (the caller's rights to what the run does are asked there). */
+  leaseNamespace: string;
   argv: string[];
   kubeconfig?: string;
   context?: string;
@@ -32,10 +34,10 @@ export async function runViaAgent(v: ViaAgent): Promise<number> {
   const say = (line: string) => v.io.stderr(`node-maint: ${line}\n`);
   const cluster = await Cluster.connect({ kubeconfig: v.kubeconfig, context: v.context, onRetry: say });
   await getNode(cluster, v.node);
-  const path = `/api/v1/namespaces/${encodeURIComponent(v.namespace)}/configmaps/${agentConfigMapName(v.node)}`;
+  const path = `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps/${agentConfigMapName(v.node)}`;
   // The caller's own rights: what the run does (as over SSH), and the request's ConfigMap.
-  const exchange: Permission[] = ['get', 'create', 'update', 'patch'].map((verb) => ({ verb, group: '', resource: 'configmaps', namespace: v.namespace, write: verb !== 'get' }));
-  await requirePermissions(cluster, [...exchange, ...(v.command === 'upgrade-node' ? upgradePermissions(v.namespace, false) : [])], `the kubeconfig's user ${cluster.user}`, `run through the agent`);
+  const exchange: Permission[] = ['get', 'create', 'update', 'patch'].map((verb) => ({ verb, group: '', resource: 'configmaps', namespace: AGENT_NAMESPACE, write: verb !== 'get' }));
+  await requirePermissions(cluster, [...exchange, ...(v.command === 'upgrade-node' ? upgradePermissions(v.leaseNamespace, false) : [])], `the kubeconfig's user ${cluster.user}`, 'run through the agent', `runbooks/rbac.yaml grants what the run needs; the request needs get, create, update and patch of ConfigMaps in ${AGENT_NAMESPACE} (the agent's namespace)`);
   const args = requestArgs(v.argv);
   const existing = await cluster.get<{ data?: Record<string, string> }>(path).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
   const x = existing ? readExchange(existing.data) : undefined;
@@ -48,9 +50,9 @@ export async function runViaAgent(v: ViaAgent): Promise<number> {
     await requireReadyAgent(cluster, v.node);
     const request = { id: randomBytes(6).toString('hex'), command: v.command, args, by: cluster.user, at: new Date().toISOString() };
     const data = writeExchange({ request, output: '', outputFrom: 0 });
-    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentConfigMapName(v.node), namespace: v.namespace, labels: { 'app.kubernetes.io/part-of': 'node-maint' } }, data };
+    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentConfigMapName(v.node), namespace: AGENT_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'node-maint' } }, data };
     if (existing) await cluster.request('PUT', path, { ...body, metadata: { ...body.metadata, resourceVersion: (existing as { metadata: { resourceVersion: string } }).metadata.resourceVersion } });
-    else await cluster.request('POST', `/api/v1/namespaces/${encodeURIComponent(v.namespace)}/configmaps`, body);
+    else await cluster.request('POST', `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps`, body);
     say(`asked the agent on ${v.node} to run ${v.command} ${args.join(' ')} (request ${request.id}); its output follows`);
   }
   return follow(cluster, path, v, say);
@@ -60,7 +62,13 @@ export async function runViaAgent(v: ViaAgent): Promise<number> {
 async function requireReadyAgent(cluster: Cluster, node: string): Promise<void> {
   const pods = (await listPodsOnNode(cluster, node)).filter((p) => p.metadata.labels?.['app.kubernetes.io/name'] === 'node-maint-agent');
   if (pods.length === 0) throw new RunbookError('preflight', `${node} has no node-maint agent (its DaemonSet is runbooks/agent.yaml; pods labelled ${AGENT_LABEL}); nothing was changed. Without it, run over SSH`);
-  if (!pods.some(isPodReady)) throw new RunbookError('preflight', `the node-maint agent on ${node} is not Ready (${pods.map((p) => `${p.metadata.name}: ${p.status?.phase ?? 'unknown'}`).join(', ')}; its image loaded on the node?); nothing was changed`);
+  if (!pods.some(isPodReady)) throw new RunbookError('preflight', `the node-maint agent on ${node} is not Ready (${pods.map(describeAgentPod).join(', ')}); nothing was changed`);
+}
+
+/** "node-maint-agent-x: Pending, ErrImageNeverPull (Container image ... is not present with pull policy of Never)" */
+function describeAgentPod(pod: Pod): string {
+  const waiting = pod.status?.containerStatuses?.map((c) => c.state?.waiting as { reason?: string; message?: string } | undefined).find((w) => w?.reason);
+  return `${pod.metadata.name}: ${pod.status?.phase ?? 'unknown'}${waiting ? `, ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}` : ''}`;
 }
 
 async function follow(cluster: Cluster, path: string, v: ViaAgent, say: (l: string) => void): Promise<number> {

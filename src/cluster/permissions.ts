@@ -105,7 +105,7 @@ export async function deniedPermissions(cluster: Cluster, wanted: Permission[]):
 }
 
 /** Refuses the run (exit 10, nothing changed) when the identity lacks a permission it needs, naming each one. */
-export async function requirePermissions(cluster: Cluster, wanted: Permission[], who: string, what = 'run'): Promise<void> {
+export async function requirePermissions(cluster: Cluster, wanted: Permission[], who: string, what = 'run', grantedBy = 'runbooks/rbac.yaml grants what node-maint needs'): Promise<void> {
   let denied: Permission[];
   try {
     denied = await deniedPermissions(cluster, wanted);
@@ -115,7 +115,7 @@ export async function requirePermissions(cluster: Cluster, wanted: Permission[],
   if (denied.length > 0) {
     throw new RunbookError(
       'preflight',
-      `${who} lacks ${denied.length} permission(s) the ${what} needs: ${denied.map(describePermission).join(', ')}; nothing was changed. runbooks/rbac.yaml grants what node-maint needs`,
+      `${who} lacks ${denied.length} permission(s) the ${what} needs: ${denied.map(describePermission).join(', ')}; nothing was changed. ${grantedBy}`,
     );
   }
 }

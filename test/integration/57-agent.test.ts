@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyObjects, bed, DRAIN_FLAGS, kubectl, kubectlJson, upgradeNode } from './bed.js';
-import { agentPods, withAgent } from './agent.js';
+import { applyObjects, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
+import { agentPods, manifest, withAgent } from './agent.js';
 import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
 import { pinnedPodSpec } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
@@ -76,7 +76,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       const args = viaAgent(t, ['--to', `containerd=${version}`]);
       const first = await upgradeNode(args, { onStderr: (text, kill) => text.includes(stepLine('upgrade-runtime')) && kill() });
       expect(first.code, first.stderr).toBe(137);
-      for (const p of await agentPods(t.name)) await kubectl('-n', 'kube-system', 'delete', 'pod', p.metadata.name, '--wait=false');
+      for (const p of await agentPods(t.name)) await kubectl('-n', 'node-maint', 'delete', 'pod', p.metadata.name, '--wait=false');
       const again = await upgradeNode(args);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stderr).toMatch(new RegExp(`node-maint: (attaching to the run already under way on ${t.name} through its agent|the run this command started on ${t.name} at \\S+ ended while no caller followed it)`));
@@ -103,6 +103,48 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     expect(r.code, r.stderr).toBe(10);
     expect(JSON.parse(r.stdout).error.message).toContain(`${t.name} has no node-maint agent (its DaemonSet is runbooks/agent.yaml`);
     expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
-    await expect(kubectl('-n', 'kube-system', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+    await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+  }));
+
+  it.concurrent('two callers for one node: the second attaches to the run under way (which does not start twice); both get its report', onLeasedNode('containerd', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const args = viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
+      let second: Promise<Awaited<ReturnType<typeof upgradeNode>>> | undefined;
+      const first = await upgradeNode(args, { onStderr: (text) => void (second ??= text.includes(stepLine('drain')) ? upgradeNode(args) : undefined) });
+      expect(second, first.stderr).toBeDefined();
+      const other = await second!;
+      expect(first.code, first.stderr).toBe(0);
+      expect(other.code, other.stderr).toBe(0);
+      expect(other.stderr).toContain(`node-maint: attaching to the run already under way on ${t.name} through its agent (upgrade-node ${t.name}`);
+      expect(report(other).runId).toBe(report(first).runId);
+    }));
+  }));
+
+  it.concurrent("the agent's image missing on the node: refused, the agent's state named, nothing written", onLeasedNode('any', async (t) => {
+    const label = 'node-maint.io/agent-missing-test';
+    const [daemonSet] = manifest('node-maint/agent:not-loaded', label).filter((d) => d.kind === 'DaemonSet');
+    daemonSet.metadata.name = 'node-maint-agent-missing';
+    await applyObjects([daemonSet]);
+    await kubectl('label', 'node', t.name, `${label}=on`, '--overwrite');
+    try {
+      await waitFor(async () => (await agentPods(t.name)).some((p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ErrImageNeverPull'), 120_000, 'the agent waiting for its image');
+      const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
+      expect(r.code, r.stderr).toBe(10);
+      expect(JSON.parse(r.stdout).error.message).toMatch(new RegExp(`^the node-maint agent on ${t.name} is not Ready \\(node-maint-agent-missing-\\w+: Pending, ErrImageNeverPull \\(.*node-maint/agent:not-loaded.*\\)\\); nothing was changed$`));
+      await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+    } finally {
+      await kubectl('label', 'node', t.name, `${label}-`);
+      await kubectl('-n', 'node-maint', 'delete', 'daemonset', 'node-maint-agent-missing', '--ignore-not-found', '--wait=true');
+      await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, 'the agent gone');
+    }
+  }));
+
+  it.concurrent("a caller whose account may not write the request: refused, the rights named, nothing written", onLeasedNode('any', async (t) => {
+    // node-maint may run the runbook, and has no right in the agent's namespace.
+    const { kubeconfig } = await serviceAccountKubeconfig('kube-system', 'node-maint');
+    const r = await upgradeNode([t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfig, '--to', `containerd=${bed().containerd.new}`]);
+    expect(r.code, r.stderr).toBe(10);
+    expect(JSON.parse(r.stdout).error.message).toBe("the kubeconfig's user kube-system:node-maint lacks 4 permission(s) the run through the agent needs: get configmaps in node-maint, create configmaps in node-maint, update configmaps in node-maint, patch configmaps in node-maint; nothing was changed. runbooks/rbac.yaml grants what the run needs; the request needs get, create, update and patch of ConfigMaps in node-maint (the agent's namespace)");
+    await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
   }));
 });

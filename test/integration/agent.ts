@@ -12,12 +12,12 @@ const LABEL = 'node-maint.io/agent-test';
 const selector = 'app.kubernetes.io/name=node-maint-agent';
 
 /** The shipped manifest as the bed needs it: the image just built (never pulled), the API where the nodes reach it. */
-function manifest(image: string): unknown[] {
+export function manifest(image: string, label = LABEL): any[] {
   const docs = loadAll(readFileSync('runbooks/agent.yaml', 'utf8')) as any[];
   for (const d of docs) {
     if (d.kind !== 'DaemonSet') continue;
     const pod = d.spec.template.spec;
-    pod.nodeSelector = { [LABEL]: 'on' };
+    pod.nodeSelector = { [label]: 'on' };
     const [c] = pod.containers;
     Object.assign(c, { image, imagePullPolicy: 'Never' });
     // No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does.
@@ -26,7 +26,7 @@ function manifest(image: string): unknown[] {
   return docs;
 }
 
-export const agentPods = async (node: string) => (await kubectlJson('get', 'pods', '-n', 'kube-system', '-l', selector, '--field-selector', `spec.nodeName=${node}`)).items as any[];
+export const agentPods = async (node: string) => (await kubectlJson('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`)).items as any[];
 
 /** Runs `fn` with the agent Ready on the node; the agent, its request and its runs' files gone after. */
 export async function withAgent(t: TestNode, fn: () => Promise<void>): Promise<void> {
@@ -41,7 +41,8 @@ export async function withAgent(t: TestNode, fn: () => Promise<void>): Promise<v
   } finally {
     await kubectl('label', 'node', t.name, `${LABEL}-`);
     await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, `the agent gone from ${t.name}`);
-    await kubectl('-n', 'kube-system', 'delete', 'configmap', `node-maint-agent-${t.name}`, '--ignore-not-found');
-    await t.sh('rm -rf /var/lib/node-maint/agent/runs');
+    await kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${t.name}`, '--ignore-not-found');
+    // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
+    await t.sh('rm -rf /var/lib/node-maint/agent');
   }
 }
