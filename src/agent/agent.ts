@@ -1,6 +1,6 @@
 import { isConflict, isNotFound, type Cluster } from '../cluster/api.js';
 import { ExitCode, messageOf } from '../errors.js';
-import { bootId, forgetKubeconfig, readOutput, readReport, removeUnit, shuttingDown, signalUnit, stageRuntime, startUnit, unitState, writeKubeconfig } from './host.js';
+import * as realHost from './host.js';
 import { agentConfigMapName, appendOutput, readExchange, validateRequest, writeExchange, type AgentExchange } from './protocol.js';
 
 // One look of a node's agent at its ConfigMap, and what follows: a new request starts its run as a unit on the host;
@@ -11,8 +11,12 @@ import { agentConfigMapName, appendOutput, readExchange, validateRequest, writeE
 /** A run is started at most this many times (its first boot and the reboots it asks). */
 const MAX_STARTS = 4;
 
+/** What the agent does on its node's host (host.ts; a test gives a fake). */
+export type AgentHost = Pick<typeof realHost, 'bootId' | 'forgetKubeconfig' | 'readOutput' | 'readReport' | 'removeUnit' | 'shuttingDown' | 'signalUnit' | 'stageRuntime' | 'startUnit' | 'unitState' | 'writeKubeconfig'>;
+
 export interface AgentSetup {
   cluster: Cluster;
+  host?: AgentHost;
   node: string;
   namespace: string;
   /** Short-lived credentials of the runbook's own ServiceAccount, for one run (a kubeconfig file's text). */
@@ -43,14 +47,16 @@ export async function agentTick(setup: AgentSetup): Promise<void> {
   }
   // Only once its exit is published: the unit keeps the exit status until then.
   if (after.exit !== undefined && after.unit && after.request) {
-    await removeUnit(after.unit.name);
-    await forgetKubeconfig(after.request.id);
+    const host = setup.host ?? realHost;
+    await host.removeUnit(after.unit.name);
+    await host.forgetKubeconfig(after.request.id);
   }
 }
 
 const say = (x: AgentExchange, line: string): AgentExchange => ({ ...x, ...appendOutput(x, `node-maint agent: ${line}\n`) });
 
 async function advance(setup: AgentSetup, x: AgentExchange): Promise<AgentExchange> {
+  const { bootId, forgetKubeconfig, removeUnit, stageRuntime, startUnit, writeKubeconfig } = setup.host ?? realHost;
   const boot = await bootId();
   let request;
   try {
@@ -81,6 +87,7 @@ async function advance(setup: AgentSetup, x: AgentExchange): Promise<AgentExchan
 
 /** The run under way: its new output, the stop passed on; once ended, its exit code, and nothing of it left on the host. */
 async function follow(setup: AgentSetup, x: AgentExchange, name: string, id: string): Promise<AgentExchange> {
+  const { readOutput, readReport, shuttingDown, signalUnit, unitState } = setup.host ?? realHost;
   const state = await unitState(name);
   const fresh = await readOutput(id, x.read ?? 0);
   // Whole lines only while it runs: a line half written is published when it ends.
