@@ -4,7 +4,7 @@ import { getNode } from '../cluster/nodes.js';
 import { listPodsOnNode, isPodReady } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { requirePermissions, upgradePermissions, type Permission } from '../cluster/permissions.js';
-import { RunbookError } from '../errors.js';
+import { messageOf, RunbookError } from '../errors.js';
 import { AGENT_NAMESPACE, agentConfigMapName, readExchange, requestArgs, writeExchange, type AgentCommand, type AgentExchange } from '../agent/protocol.js';
 import type { CliIo } from './io.js';
 
@@ -32,17 +32,20 @@ export interface ViaAgent {
 
 export async function runViaAgent(v: ViaAgent): Promise<number> {
   const say = (line: string) => v.io.stderr(`node-maint: ${line}\n`);
+  // A flag the agent does not carry is refused before anything is asked of the cluster.
+  const args = requestArgs(v.argv);
   const cluster = await Cluster.connect({ kubeconfig: v.kubeconfig, context: v.context, onRetry: say });
   await getNode(cluster, v.node);
   const path = `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps/${agentConfigMapName(v.node)}`;
   // The caller's own rights: what the run does (as over SSH), and the request's ConfigMap.
   const exchange: Permission[] = ['get', 'create', 'update', 'patch'].map((verb) => ({ verb, group: '', resource: 'configmaps', namespace: AGENT_NAMESPACE, write: verb !== 'get' }));
   await requirePermissions(cluster, [...exchange, ...(v.command === 'upgrade-node' ? upgradePermissions(v.leaseNamespace, false) : [])], `the kubeconfig's user ${cluster.user}`, 'run through the agent', `runbooks/rbac.yaml grants what the run needs; the request needs get, create, update and patch of ConfigMaps in ${AGENT_NAMESPACE} (the agent's namespace)`);
-  const args = requestArgs(v.argv);
   const existing = await cluster.get<{ data?: Record<string, string> }>(path).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
   const x = existing ? readExchange(existing.data) : undefined;
   const same = x?.request?.command === v.command && JSON.stringify(x.request.args) === JSON.stringify(args);
-  if (x?.request && x.exit === undefined) {
+  // A request withdrawn unstarted (its caller gave up on the agent) is no run: a new one replaces it.
+  const withdrawn = x?.stop !== undefined && !x.unit;
+  if (x?.request && x.exit === undefined && !withdrawn) {
     say(`attaching to the run already under way on ${v.node} through its agent (${x.request.command} ${x.request.args.join(' ')}, asked by ${x.request.by} at ${x.request.at})${same ? '' : ': not the command given now, which does not start'}`);
   } else if (x?.request && same && !x.delivered) {
     say(`the run this command started on ${v.node} at ${x.request.at} ended while no caller followed it: its output and report follow`);
@@ -77,7 +80,7 @@ async function follow(cluster: Cluster, path: string, v: ViaAgent, say: (l: stri
   const asked = Date.now();
   let withdrawn = false;
   for (;;) {
-    const x = readExchange((await cluster.get<{ data?: Record<string, string> }>(path)).data);
+    const x = readExchange((await cluster.get<{ data?: Record<string, string> }>(path).catch((e: unknown) => Promise.reject(goesOn(e, v.node)))).data);
     seen = printNew(x, seen, v.io);
     if (x.exit !== undefined) {
       if (x.report) v.io.stdout(x.report);
@@ -96,6 +99,11 @@ async function follow(cluster: Cluster, path: string, v: ViaAgent, say: (l: stri
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
+}
+
+/** The API lost while following: the run is the node's, and goes on; this caller only stops watching it. */
+function goesOn(e: unknown, node: string): RunbookError {
+  return new RunbookError('unreachable', `${messageOf(e)}: this caller stopped following the run on ${node}, which goes on there (its agent runs it); run the same command to attach to it again`, { cause: e });
 }
 
 /** Prints the output not printed yet; says what was dropped if the caller fell behind the kept tail. */

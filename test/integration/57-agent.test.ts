@@ -98,7 +98,10 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     });
   }));
 
-  it.concurrent('no agent on the node: refused by name, nothing changed', onLeasedNode('any', async (t) => {
+  it.concurrent('no agent on the node, or a hook asked of it: refused by name, nothing changed', onLeasedNode('any', async (t) => {
+    const hook = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`, '--hook-before-drain', 'echo hi']));
+    expect(hook.code, hook.stderr).toBe(2);
+    expect(JSON.parse(hook.stdout).error.message).toBe('--hook-before-drain does not go with --via agent: a hook is a command, and the agent runs only the runbook (run hooks over SSH)');
     const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
     expect(r.code, r.stderr).toBe(10);
     expect(JSON.parse(r.stdout).error.message).toContain(`${t.name} has no node-maint agent (its DaemonSet is runbooks/agent.yaml`);
