@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyObjects, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
+import { applyObjects, auditNode, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { agentPods, manifest, withAgent } from './agent.js';
 import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
 import { pinnedPodSpec } from './fixtures.js';
@@ -96,6 +96,17 @@ describe('the runbook through the node-maint agent, no SSH', () => {
         expect(report(r)).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
       });
     });
+  }));
+
+  it.concurrent("audit-node through the agent: the node's own audit, run on it; --reclaim refused (it is over SSH only)", onLeasedNode('docker', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const r = await auditNode([t.name, '--via', 'agent', '--output', 'json', '--kubeconfig', kubeconfigOf(t)]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(report(r)).toMatchObject({ node: t.name, verdict: 'clean' });
+      const reclaim = await auditNode([t.name, '--via', 'agent', '--reclaim', '--output', 'json', '--kubeconfig', kubeconfigOf(t)]);
+      expect(reclaim.code, reclaim.stderr).toBe(2);
+      expect(JSON.parse(reclaim.stdout).error.message).toMatch(/^--reclaim does not go with --via agent yet/);
+    }));
   }));
 
   it.concurrent('no agent on the node, or a hook asked of it: refused by name, nothing changed', onLeasedNode('any', async (t) => {
