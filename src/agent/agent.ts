@@ -26,23 +26,24 @@ export interface AgentSetup {
 
 const unitName = (id: string) => `node-maint-run-${id}`;
 
-export async function agentTick(setup: AgentSetup): Promise<void> {
+/** One look; true when a run's end was published (the node's facts are worth reading again). */
+export async function agentTick(setup: AgentSetup): Promise<boolean> {
   const { cluster, node, namespace } = setup;
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${agentConfigMapName(node)}`;
   const object = await cluster.get<{ metadata: { resourceVersion: string }; data?: Record<string, string> }>(path).catch((e: unknown) => {
     if (isNotFound(e)) return undefined;
     throw e;
   });
-  if (!object) return;
+  if (!object) return false;
   const before = readExchange(object.data);
-  if (!before.request || before.exit !== undefined) return;
+  if (!before.request || before.exit !== undefined) return false;
   const after = await advance(setup, before);
-  if (after === before) return;
+  if (after === before) return false;
   try {
     await cluster.request('PUT', path, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { ...object.metadata, name: agentConfigMapName(node), namespace }, data: writeExchange(after) });
   } catch (e) {
     // The caller wrote meanwhile (a stop): the next look reads it and publishes again from the file.
-    if (isConflict(e)) return;
+    if (isConflict(e)) return false;
     throw e;
   }
   // Only once its exit is published: the unit keeps the exit status until then.
@@ -51,6 +52,7 @@ export async function agentTick(setup: AgentSetup): Promise<void> {
     await host.removeUnit(after.unit.name);
     await host.forgetKubeconfig(after.request.id);
   }
+  return after.exit !== undefined;
 }
 
 const say = (x: AgentExchange, line: string): AgentExchange => ({ ...x, ...appendOutput(x, `node-maint agent: ${line}\n`) });

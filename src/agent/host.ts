@@ -103,6 +103,9 @@ export async function unitState(unit: string): Promise<UnitState> {
   return { known: true, running: false, exit: p.ExecMainCode === '1' ? status : 128 + status };
 }
 
+/** A read-only script on the host (its facts), its output. */
+export const readOnHost = (script: string) => onHost(['sh', '-c', script], 60_000);
+
 /** The host is shutting down (a reboot the run asked): what ends now is not the run's end, the next boot goes on. */
 export async function shuttingDown(): Promise<boolean> {
   // It exits non-zero for every state but "running", and prints the state either way.

@@ -58,17 +58,24 @@ export const OUTPUT_KEPT = 256 * 1024;
 /** Flags the caller keeps (each takes a value): how to reach the cluster and the node are the agent's to know. */
 const CALLER_ONLY = new Set(['via', 'kubeconfig', 'context', ...Object.keys(CONNECT_OPTIONS)]);
 
+/** Flags a request may not carry, and why: whoever may write a request must not choose what runs, or is written, as root. */
+const NOT_CARRIED: Record<string, string> = {
+  ...Object.fromEntries(Object.values(HOOK_FLAGS).map((f) => [f, 'a hook is a command, and the agent runs only the runbook (run hooks over SSH)'])),
+  'reboot-command': 'it is a command, and the agent runs only the runbook (its runs reboot with systemctl reboot)',
+  'reboot-sentinel-command': "it is a command, and the agent runs only the runbook (its runs read Debian's /var/run/reboot-required)",
+  'textfile-dir': 'it is a folder the run would write in as root, which a request may not choose (over SSH it may)',
+};
+
 /**
  * The request's arguments from the caller's own: NODE and every run flag, without the caller's connection flags.
- * Hooks are refused by name (a hook is a command: the agent runs the runbook only).
+ * A flag that names a command or a folder to write is refused by name.
  */
 export function requestArgs(argv: string[]): string[] {
-  const hooks = new Set(Object.values(HOOK_FLAGS));
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const name = arg.startsWith('--') ? arg.slice(2).split('=')[0]! : undefined;
-    if (name !== undefined && hooks.has(name)) throw new RunbookError('usage', `--${name} does not go with --via agent: a hook is a command, and the agent runs only the runbook (run hooks over SSH)`);
+    if (name !== undefined && NOT_CARRIED[name]) throw new RunbookError('usage', `--${name} does not go with --via agent: ${NOT_CARRIED[name]}`);
     if (name === undefined || !CALLER_ONLY.has(name)) out.push(arg);
     else if (!arg.includes('=')) i++; // its value
   }

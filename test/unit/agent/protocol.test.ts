@@ -8,9 +8,12 @@ describe("a request to a node's agent", () => {
     ]);
   });
 
-  it('refuses a hook by name: a hook is a command, and the agent runs only the runbook', () => {
+  it('refuses by name what would let a request choose a command or a folder written as root', () => {
     expect(() => requestArgs(['n1', '--via', 'agent', '--hook-before-drain', 'curl x'])).toThrow('--hook-before-drain does not go with --via agent');
     expect(() => requestArgs(['n1', '--hook-after-uncordon=true'])).toThrow('--hook-after-uncordon does not go with --via agent');
+    expect(() => requestArgs(['n1', '--reboot', '--reboot-command', 'curl x | sh'])).toThrow('--reboot-command does not go with --via agent: it is a command');
+    expect(() => requestArgs(['n1', '--reboot-if-required', '--reboot-sentinel-command=true'])).toThrow('--reboot-sentinel-command does not go with --via agent: it is a command');
+    expect(() => requestArgs(['n1', '--textfile-dir', '/etc/cron.d'])).toThrow('--textfile-dir does not go with --via agent: it is a folder the run would write in as root');
   });
 
   it('is checked again by the agent: its own node, a known command, no flag that reaches elsewhere', () => {
