@@ -1,6 +1,6 @@
 // Benchmark: `pulumi preview` of a fleet of 1,000 API-only kwok nodes (the program resolves the selector, tries to
 // observe each node's versions, plans one resource per node in waves), against `kubectl get nodes` of the same
-// nodes, in the same run. Registers the nodes through the test bed and removes them afterwards.
+// nodes, and the same preview with `access: agent` (the nodes' facts published as their agents do), in the same run. Registers the nodes through the test bed and removes them afterwards.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,7 +61,22 @@ try {
     listings.push(time(() => kubectl('get', 'nodes', '-l', 'node-maint.io/testbed=api-only', '-o', 'wide')));
     loops.push(time(() => execFileSync('sh', ['-c', loop], { env: loopEnv, input: Object.values(hosts).join('\n') })));
   }
+  // The same preview with `access: agent`: each node's facts as its agent publishes them (one ConfigMap a node, the
+  // facts of the bed's containerd nodes), read in one list; no SSH key, no session to any node.
+  const facts = (node) => ({ node, at: new Date().toISOString(), installed: { containerd: env.containerd.old, 'containerd.io': 'not installed', 'docker.io': 'not installed', 'docker-ce': 'not installed', runc: '1.1.5+ds1-1+deb12u1' }, offered: { containerd: [env.containerd.new, env.containerd.old], 'containerd.io': [], 'docker.io': [], 'docker-ce': [], runc: [] } });
+  const factsFile = join(dir, 'facts.json');
+  writeFileSync(factsFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'node-maint' } }, ...names.map((n) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `node-maint-facts-${n}`, namespace: 'node-maint', labels: { 'node-maint.io/facts': 'true' } }, data: { facts: JSON.stringify(facts(n)) } }))] }));
+  const published = time(() => kubectl('apply', '--server-side', '-f', factsFile));
+  const agentConfig = join(dir, 'Pulumi.bench-agent.yaml');
+  writeFileSync(agentConfig, readFileSync(configFile));
+  for (const key of ['ssh', 'sshKey']) pulumi('config', 'rm', '--config-file', agentConfig, `node-maint:${key}`);
+  pulumi('config', 'set', '--config-file', agentConfig, 'node-maint:access', 'agent');
+  const agentPreviews = [];
+  let agentPlanned = '';
+  for (let i = 0; i < RUNS; i++) agentPreviews.push(time(() => (agentPlanned = pulumi('preview', '--non-interactive', '--config-file', agentConfig))));
   const s = (ms) => (ms / 1000).toFixed(1);
+  console.log(`access: agent: ${COUNT} nodes' facts published in ${s(published)} s; pulumi preview plan: ${(/\+ (\d+) to create/.exec(agentPlanned) ?? [])[1] ?? '?'} resources to create; median ${s(median(agentPreviews))} s [${agentPreviews.map(s).join(', ')}]`);
+  console.log(`ratio preview over SSH / through the agents' facts: ${(median(previews) / median(agentPreviews)).toFixed(1)}x (goal: 20x)`);
   console.log(`pulumi preview plan: ${(/\+ (\d+) to create/.exec(planned) ?? [])[1] ?? '?'} resources to create`);
   console.log(`pulumi preview, ${COUNT} nodes: median ${s(median(previews))} s [${previews.map(s).join(', ')}] (target: under 20 s); CPU of pulumi and its plugins: median ${median(previewCpu).toFixed(1)} s`);
   console.log(`kubectl get nodes, same nodes: median ${(median(listings) / 1000).toFixed(2)} s [${listings.map((t) => (t / 1000).toFixed(2)).join(', ')}]`);
@@ -71,6 +86,7 @@ try {
 } finally {
   const t1 = performance.now();
   kubectl('delete', 'nodes', '-l', 'node-maint.io/testbed=api-only', '--wait=false');
+  kubectl('delete', 'configmaps', '-n', 'node-maint', '-l', 'node-maint.io/facts=true', '--ignore-not-found', '--wait=false');
   console.log(`removed the API-only nodes in ${((performance.now() - t1) / 1000).toFixed(0)} s`);
 }
 

@@ -3,6 +3,8 @@ import { readLease } from '../cluster/lease.js';
 import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
 import { withTransport } from './connection.js';
+import { upgradeThroughAgent } from './through-agent.js';
+import { NEVER_STOPPED } from '../stop.js';
 import { DEFAULT_RUN_OPTIONS } from '../runbook/options.js';
 import type { RunReport } from '../runbook/report.js';
 import { runUpgrade } from '../runbook/runner.js';
@@ -25,7 +27,8 @@ export { fleetHolds } from './hold.js';
 // gates, its upgrade, its marks and notifications; and the program's read-only look at its versions.
 export type NodeConnection =
   | { kind: 'ssh'; host: string; port: number; user: string; knownHosts: string; bastion?: string }
-  | { kind: 'docker-exec'; container: string; dockerHost?: string };
+  | { kind: 'docker-exec'; container: string; dockerHost?: string }
+  | { kind: 'agent' };
 
 export interface NodeUpgradeInputs {
   node: string;
@@ -83,6 +86,8 @@ export async function clearWaitingTaints(inputs: NodeUpgradeInputs, nodes: strin
 
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {
   const stack = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
+  // Through the agent the run acts as the agent's node-maint; the stack's credentials only ask for it.
+  if (inputs.connection.kind === 'agent') return upgradeThroughAgent(stack, inputs, log, stop ?? NEVER_STOPPED);
   const { runAs } = inputs;
   const cluster = runAs ? await stack.asServiceAccount(runAs.namespace, runAs.name, runAs.seconds) : stack;
   if (runAs) log(`[${inputs.node}] the runbook runs as the ServiceAccount ${runAs.namespace}/${runAs.name}`);

@@ -1,9 +1,12 @@
+import { RunbookError } from '../errors.js';
 import { openTransport, type Transport, type TransportSpec } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 
 // How the fleet reaches a node (the program's reads, the provider's runs): SSH, or docker exec for kind's nodes.
 function transportSpec(connection: NodeConnection, sshKey: string | undefined): TransportSpec {
   if (connection.kind === 'docker-exec') return connection;
+  // The agent's nodes are never reached from here: their runs go through the API (through-agent.ts).
+  if (connection.kind === 'agent') throw new RunbookError('usage', 'a node reached through its agent has no session from this machine');
   const [host = '', port] = (connection.bastion ?? '').split(':');
   return {
     kind: 'ssh',

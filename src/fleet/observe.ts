@@ -3,6 +3,7 @@ import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 import { withTransport } from './connection.js';
+import { FACTS_MAX_AGE_MS, type NodeFacts } from '../agent/facts.js';
 
 // The program's read-only look at a node, in one round trip: the target packages' installed versions and, for those
 // not at their target, the versions its package sources offer (so preview fails on a version no node can install).
@@ -49,4 +50,19 @@ export function notOffered(node: string, seen: ObservedNode, targets: Record<str
   return Object.entries(seen.offered)
     .filter(([p]) => !seen.offered[p]!.includes(targets[p]!))
     .map(([p, versions]) => `${node}: ${p} ${targets[p]} is not offered by its package sources (they offer: ${versions.join(', ') || 'none'})`);
+}
+
+/**
+ * What a node's agent published, as the program's look at it: a node whose agent published nothing, or nothing of
+ * late, is not observed (said why), so the fleet stops as for a node SSH cannot reach.
+ */
+export function observedFromFacts(node: string, facts: NodeFacts | undefined, targets: Record<string, string>, readReboot: boolean, now = Date.now()): ObservedNode | string {
+  if (!facts) return `no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent.yaml)`;
+  const age = now - Date.parse(facts.at);
+  if (!(age <= FACTS_MAX_AGE_MS)) return `its agent's facts are ${Math.round(age / 60_000)} min old (from ${facts.at}; an agent publishes every 5 min: is it running?)`;
+  const unknown = Object.keys(targets).filter((p) => !(p in facts.installed));
+  if (unknown.length > 0) return `its agent does not report ${unknown.join(', ')} (it reports ${Object.keys(facts.installed).join(', ')}: NODE_MAINT_PACKAGES in its DaemonSet)`;
+  const installed = Object.fromEntries(Object.keys(targets).map((p) => [p, facts.installed[p]!]));
+  const offered = Object.fromEntries(Object.keys(targets).filter((p) => installed[p] !== targets[p]).map((p) => [p, facts.offered[p] ?? []]));
+  return { installed, offered, ...(readReboot && facts.rebootRequired ? { rebootRequired: facts.rebootRequired } : {}) };
 }

@@ -9,7 +9,8 @@ import type { Lease, Node, Pod } from '../cluster/types.js';
 import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
 import type { NodeConnection } from './apply.js';
-import { notOffered, observeNode, type ObservedNode } from './observe.js';
+import { notOffered, observedFromFacts, observeNode, type ObservedNode } from './observe.js';
+import { readAllFacts } from '../agent/facts.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
 import { pauseHold, readPause } from './pause.js';
@@ -44,6 +45,7 @@ async function resolveNodes(cluster: Cluster, config: FleetConfig): Promise<Node
 }
 
 function connectionFor(config: FleetConfig, node: Node): NodeConnection {
+  if (config.access === 'agent') return { kind: 'agent' };
   const name = node.metadata.name;
   const container = config.dockerExec?.containers[name];
   if (container) return { kind: 'docker-exec', container, dockerHost: config.dockerExec?.dockerHost };
@@ -60,7 +62,12 @@ function connectionFor(config: FleetConfig, node: Node): NodeConnection {
 }
 
 /** What each node has and is offered, read-only, a few nodes at a time; why, where the node cannot be read. */
-async function observeAll(config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<ObservedNode | string>> {
+async function observeAll(cluster: Cluster, config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<ObservedNode | string>> {
+  // Through the agents: what each one published, in one list, and no session to any node.
+  if (config.access === 'agent') {
+    const facts = await readAllFacts(cluster);
+    return nodes.map((n) => observedFromFacts(n.metadata.name, facts.get(n.metadata.name), config.targets, config.reboot.policy === 'if-required'));
+  }
   const out: Array<ObservedNode | string> = new Array(nodes.length);
   let next = 0;
   const worker = async () => {
@@ -116,7 +123,7 @@ async function logHolds(cluster: Cluster, config: FleetConfig, now: Date): Promi
 async function refuseUnobserved(nodes: Node[], observed: Array<ObservedNode | string>, config: FleetConfig, fleet: string): Promise<void> {
   const unread = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [`${n.metadata.name} (${observed[i]})`] : []));
   if (unread.length === 0) return;
-  const noKey = !config.sshKey && nodes.some((n) => !config.dockerExec?.containers[n.metadata.name]);
+  const noKey = config.access === 'ssh' && !config.sshKey && nodes.some((n) => !config.dockerExec?.containers[n.metadata.name]);
   const hint = noKey ? '; no SSH key is set: `pulumi config set --secret node-maint:sshKey < KEY`, or list the nodes in dockerExec.containers' : '';
   if (!pulumi.runtime.isDryRun()) await postMessage(config.webhook, fleetNotObserved(fleet, unread, nodes.length), (l) => pulumi.log.warn(l));
   throw new pulumi.RunError(`cannot observe ${unread.length} of ${nodes.length} node(s), so no node is planned or changed: ${unread.join('; ')}${hint}`);
@@ -188,7 +195,7 @@ async function planFleet() {
   const cluster = await Cluster.connect({ kubeconfig: config.kubeconfig, context: config.context });
   const nodes = await resolveNodes(cluster, config);
   const connections = nodes.map((n) => connectionFor(config, n));
-  const observed = await observeAll(config, nodes, connections);
+  const observed = await observeAll(cluster, config, nodes, connections);
   const names = nodes.map((n) => n.metadata.name);
   const { runs: unfinished, rebooting } = await unfinishedRuns(cluster, config.leaseNamespace, names);
   // A node whose unfinished run's reboot is under way cannot answer yet: its run reads it when it is back.

@@ -28,21 +28,26 @@ export function manifest(image: string, label = LABEL): any[] {
 
 export const agentPods = async (node: string) => (await kubectlJson('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`)).items as any[];
 
-/** Runs `fn` with the agent Ready on the node; the agent, its request and its runs' files gone after. */
-export async function withAgent(t: TestNode, fn: () => Promise<void>): Promise<void> {
-  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', t.name]);
+/** Runs `fn` with the agent Ready on the nodes; the agent, its requests, facts and files gone from them after. */
+export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<void>): Promise<void> {
+  const all = Array.isArray(nodes) ? nodes : [nodes];
+  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', ...all.map((t) => t.name)]);
   const image = stdout.trim().split('\n').at(-1)!;
   await kubectl('apply', '-f', 'runbooks/rbac.yaml');
   await applyObjects(manifest(image));
-  await kubectl('label', 'node', t.name, `${LABEL}=on`, '--overwrite');
+  for (const t of all) await kubectl('label', 'node', t.name, `${LABEL}=on`, '--overwrite');
   try {
-    await waitFor(async () => (await agentPods(t.name)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${t.name}`);
+    for (const t of all) {
+      await waitFor(async () => (await agentPods(t.name)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${t.name}`);
+    }
     await fn();
   } finally {
-    await kubectl('label', 'node', t.name, `${LABEL}-`);
-    await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, `the agent gone from ${t.name}`);
-    await kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${t.name}`, '--ignore-not-found');
-    // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
-    await t.sh('rm -rf /var/lib/node-maint/agent');
+    for (const t of all) {
+      await kubectl('label', 'node', t.name, `${LABEL}-`);
+      await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, `the agent gone from ${t.name}`);
+      await kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${t.name}`, `node-maint-facts-${t.name}`, '--ignore-not-found');
+      // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
+      await t.sh('rm -rf /var/lib/node-maint/agent');
+    }
   }
 }

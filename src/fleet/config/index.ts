@@ -28,6 +28,8 @@ export interface FleetConfig {
   maxUnavailable: number;
   kubeconfig?: string;
   context?: string;
+  /** How each node is reached: ssh (with dockerExec for kind's nodes), or its node-maint agent (runbooks/agent.yaml). */
+  access: 'ssh' | 'agent';
   ssh: { user: string; port: number; knownHosts?: string; bastion?: string; hosts: Record<string, string> };
   /** Private key content; a Pulumi secret. */
   sshKey?: string;
@@ -56,7 +58,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'access', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -159,7 +161,9 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   } catch (e) {
     throw new ConfigError('leaseNamespace', (e as Error).message);
   }
+  const access = accessConfig(get('access'), { hooks: get('hooks'), rebootSentinelCommand: get('rebootSentinelCommand'), rebootCommand: get('rebootCommand'), metrics: get('metrics'), dockerExec: get('dockerExec') });
   return {
+    access,
     nodes: nodes as string[] | undefined,
     nodeSelector: nodeSelector as string | undefined,
     targets,
@@ -184,6 +188,21 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     metrics: metrics(get('metrics')),
     webhook: webhook(get('webhook')),
   };
+}
+
+/**
+ * access: ssh (the default) or agent. Through the agent a run carries no command and no folder it writes (the agent
+ * refuses them in any request), so the keys that set them are refused with it, by name.
+ */
+function accessConfig(value: unknown, others: Record<string, unknown>): FleetConfig['access'] {
+  const access = value ?? 'ssh';
+  if (access !== 'ssh' && access !== 'agent') throw new ConfigError('access', `must be ssh or agent (got ${JSON.stringify(access)})`);
+  if (access === 'agent') {
+    for (const [key, why] of Object.entries({ hooks: 'a hook is a command', rebootSentinelCommand: 'a command', rebootCommand: 'a command', metrics: 'a folder written as root', dockerExec: 'another way to reach nodes' })) {
+      if (others[key] !== undefined) throw new ConfigError(key, `does not go with access: agent (${why}; the agent runs only the runbook)`);
+    }
+  }
+  return access;
 }
 
 /** reboot (never | always | if-required), rebootSentinelCommand (if-required only), rebootTimeoutSeconds, rebootCommand. */

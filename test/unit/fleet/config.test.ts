@@ -49,6 +49,10 @@ describe('fleet stack config', () => {
     [{ 'node-maint:leaseNamespace': 'maint.blue' }, /node-maint:leaseNamespace: invalid lease namespace "maint.blue": expected a namespace name/],
     [{ 'node-maint:leaseNamespace': 'm'.repeat(64) }, /node-maint:leaseNamespace: invalid lease namespace/],
     [{ 'node-maint:dockerExec': '{"dockerHost":"unix:///run/docker.sock"}' }, /node-maint:dockerExec.containers: is missing: a map of node name to container name/],
+    [{ 'node-maint:access': '"kubectl"' }, /node-maint:access: must be ssh or agent \(got "kubectl"\)/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:hooks': '{"beforeDrain":"echo hi"}' }, /node-maint:hooks: does not go with access: agent \(a hook is a command; the agent runs only the runbook\)/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:reboot': '"always"', 'node-maint:rebootCommand': '"reboot -f"' }, /node-maint:rebootCommand: does not go with access: agent/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:metrics': '{"textfileDir":"/var/lib/node-exporter"}' }, /node-maint:metrics: does not go with access: agent \(a folder written as root/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });

@@ -1,0 +1,51 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bed, kubectlJson, waitFor } from './bed.js';
+import { withAgent } from './agent.js';
+import { useNodes, type TestNode } from './pool.js';
+import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
+
+// A fleet with `access: agent` (issue 37): preview reads what each node's agent published, up runs each node through
+// its agent; no SSH key in the stack, and every node's sshd stopped (and disabled) for the whole of it.
+const FLEET = useNodes('any', 'any', 'any');
+
+async function withoutSsh(nodes: TestNode[], fn: () => Promise<void>): Promise<void> {
+  for (const t of nodes) await t.sh('systemctl disable --now ssh 2>/dev/null');
+  try {
+    await fn();
+    for (const t of nodes) expect((await t.sh('systemctl is-active ssh || true')).trim()).toBe('inactive');
+  } finally {
+    for (const t of nodes) await t.sh('systemctl enable --now ssh 2>/dev/null');
+  }
+}
+
+describe('pulumi with access: agent', () => {
+  let stack: PulumiStack;
+
+  beforeAll(async () => {
+    stack = await newStack('fleet-agent');
+    await configureBedFleet(stack, FLEET.map((t) => t.name), 1);
+    await stack.set('access', 'agent');
+    for (const key of ['ssh', 'sshKey']) await stack.run(['config', 'rm', `node-maint:${key}`, '--config-file', stack.configFile]);
+  });
+
+  it("preview plans from the agents' facts and up upgrades the three through them, with no SSH anywhere", async () => {
+    await withAgent(FLEET, () => withoutSsh(FLEET, async () => {
+      const { old, new: version } = bed().containerd;
+      for (const t of FLEET) await waitFor(async () => (await kubectlJson('get', 'configmap', '-n', 'node-maint', `node-maint-facts-${t.name}`)).data?.facts !== undefined, 60_000, `${t.name}'s facts`);
+      const preview = (await stack.run(['preview'])).stdout;
+      for (const t of FLEET) expect(preview).toContain(`${t.name}: containerd ${old} -> containerd ${version}`);
+      await stack.run(['up', '--yes', '--skip-preview']);
+      const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+      for (const t of FLEET) {
+        expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', audit: { findings: 0 } });
+        expect(await containerdOn(t)).toBe(version);
+      }
+    }));
+  });
+
+  it('a node without an agent: preview names it and changes nothing', async () => {
+    const result = await stack.run(['preview'], { allowFailure: true });
+    expect(result.code).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain(`cannot observe 3 of 3 node(s), so no node is planned or changed: ${FLEET[0]!.name} (no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent.yaml))`);
+  });
+});
