@@ -137,7 +137,7 @@ export class Cluster {
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: server.name, cluster: { server: server.server, 'certificate-authority-data': caData, 'insecure-skip-tls-verify': server.skipTLSVerify || undefined } }],
+      clusters: [{ name: server.name, cluster: { server: server.server, 'certificate-authority-data': caData, 'tls-server-name': server.tlsServerName, 'insecure-skip-tls-verify': server.skipTLSVerify || undefined } }],
       users: [{ name: user, user: { token: answer.status.token } }],
       contexts: [{ name: user, context: { cluster: server.name, user } }],
       'current-context': user,
