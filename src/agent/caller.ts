@@ -39,7 +39,7 @@ export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<n
   // The caller's own rights: what the run does (as over SSH), and the request's ConfigMap.
   const exchange: Permission[] = ['get', 'create', 'update', 'patch'].map((verb) => ({ verb, group: '', resource: 'configmaps', namespace: AGENT_NAMESPACE, write: verb !== 'get' }));
   await requirePermissions(cluster, [...exchange, ...(v.command === 'upgrade-node' ? upgradePermissions(v.leaseNamespace, false) : [])], `the kubeconfig's user ${cluster.user}`, 'run through the agent', `runbooks/rbac.yaml grants what the run needs; the request needs get, create, update and patch of ConfigMaps in ${AGENT_NAMESPACE} (the agent's namespace)`);
-  const existing = await cluster.get<{ data?: Record<string, string> }>(path).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+  const existing = await cluster.get<{ metadata: { resourceVersion: string }; data?: Record<string, string> }>(path).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
   const x = existing ? readExchange(existing.data) : undefined;
   const same = x?.request?.command === v.command && JSON.stringify(x.request.args) === JSON.stringify(args);
   // A request withdrawn unstarted (its caller gave up on the agent) is no run: a new one replaces it.
@@ -53,7 +53,7 @@ export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<n
     const request = { id: randomBytes(6).toString('hex'), command: v.command, args, by: cluster.user, at: new Date().toISOString() };
     const data = writeExchange({ request, output: '', outputFrom: 0 });
     const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentConfigMapName(v.node), namespace: AGENT_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'node-maint' } }, data };
-    if (existing) await cluster.request('PUT', path, { ...body, metadata: { ...body.metadata, resourceVersion: (existing as { metadata: { resourceVersion: string } }).metadata.resourceVersion } });
+    if (existing) await cluster.request('PUT', path, { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata.resourceVersion } });
     else await cluster.request('POST', `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps`, body);
     say(`asked the agent on ${v.node} to run ${v.command} ${args.join(' ')} (request ${request.id}); its output follows`);
   }
