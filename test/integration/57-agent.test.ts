@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { applyObjects, auditNode, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
-import { agentPods, manifest, withAgent } from './agent.js';
+import { agentPods, manifest, withAgent, withoutSsh } from './agent.js';
 import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
 import { pinnedPodSpec } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
@@ -11,16 +11,6 @@ import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 const kubeconfigOf = (t: TestNode) => t.flags[t.flags.indexOf('--kubeconfig') + 1]!;
 /** The run's arguments through the agent: no SSH flag, only the caller's kubeconfig. */
 const viaAgent = (t: TestNode, extra: string[]) => [t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfigOf(t), ...extra];
-
-async function withoutSsh(t: TestNode, fn: () => Promise<void>): Promise<void> {
-  await t.sh('systemctl disable --now ssh 2>/dev/null');
-  try {
-    await fn();
-    expect((await t.sh('systemctl is-active ssh || true')).trim()).toBe('inactive');
-  } finally {
-    await t.sh('systemctl enable --now ssh 2>/dev/null');
-  }
-}
 
 describe('the runbook through the node-maint agent, no SSH', () => {
   const ns = useNamespace();

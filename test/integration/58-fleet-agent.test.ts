@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectlJson, waitFor } from './bed.js';
-import { withAgent } from './agent.js';
+import { withAgent, withoutSsh } from './agent.js';
 import { useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
@@ -8,15 +8,6 @@ import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './p
 // its agent; no SSH key in the stack, and every node's sshd stopped (and disabled) for the whole of it.
 const FLEET = useNodes('any', 'any', 'any');
 
-async function withoutSsh(nodes: TestNode[], fn: () => Promise<void>): Promise<void> {
-  for (const t of nodes) await t.sh('systemctl disable --now ssh 2>/dev/null');
-  try {
-    await fn();
-    for (const t of nodes) expect((await t.sh('systemctl is-active ssh || true')).trim()).toBe('inactive');
-  } finally {
-    for (const t of nodes) await t.sh('systemctl enable --now ssh 2>/dev/null');
-  }
-}
 
 describe('pulumi with access: agent', () => {
   let stack: PulumiStack;

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { loadAll } from 'js-yaml';
+import { expect } from 'vitest';
 import { applyObjects, kubectl, kubectlJson, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
@@ -49,5 +50,17 @@ export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<
       // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
       await t.sh('rm -rf /var/lib/node-maint/agent');
     }
+  }
+}
+
+/** Runs `fn` with the nodes' sshd stopped and disabled (so a reboot does not start it), and checks it stayed down. */
+export async function withoutSsh(nodes: TestNode | TestNode[], fn: () => Promise<void>): Promise<void> {
+  const all = Array.isArray(nodes) ? nodes : [nodes];
+  for (const t of all) await t.sh('systemctl disable --now ssh 2>/dev/null');
+  try {
+    await fn();
+    for (const t of all) expect((await t.sh('systemctl is-active ssh || true')).trim()).toBe('inactive');
+  } finally {
+    for (const t of all) await t.sh('systemctl enable --now ssh 2>/dev/null');
   }
 }
