@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectlJson, waitFor } from './bed.js';
 import { withAgent, withoutSsh } from './agent.js';
-import { useNodes, type TestNode } from './pool.js';
+import { useNodes } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
 // A fleet with `access: agent` (issue 37): preview reads what each node's agent published, up runs each node through
