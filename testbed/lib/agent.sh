@@ -9,8 +9,11 @@ agent_image_key() {
 
 # The image's tag; the image itself in the bed docker and as a tarball in the cache.
 build_agent_image() {
-  local key tag tar d o lib
+  local key tag tar d o lib lock
   key=$(agent_image_key); tag="node-maint/agent:$key"; tar="$TESTBED_CACHE/agent-image-$key.tar"
+  # Test files ask for it side by side: one builds, the others wait for its tarball (never half written).
+  exec {lock}>"$TESTBED_CACHE/agent-image.lock"
+  flock "$lock"
   if [ ! -f "$tar" ]; then
     [ -f "$TB_ROOT/../dist/agent/main.js" ] || { echo "testbed: no dist/agent/main.js: run npm run build first" >&2; return 1; }
     d=$(mktemp -d); o="$d/opt/node-maint"; lib="$o/lib"
@@ -27,7 +30,10 @@ build_agent_image() {
     tar -C "$d" -c . | $BED_DOCKER import -c 'ENV PATH=/bin' -c 'ENTRYPOINT ["/opt/node-maint/lib/ld-linux-x86-64.so.2", "--library-path", "/opt/node-maint/lib", "/opt/node-maint/bin/node", "/opt/node-maint/app/dist/agent/main.js"]' - "$tag" >/dev/null
     $BED_DOCKER save "$tag" > "$tar.tmp" && mv "$tar.tmp" "$tar"
     rm -rf "$d"
+    # Earlier builds (one per change of dist/, about 110 MB each) are not kept.
+    find "$TESTBED_CACHE" -maxdepth 1 -name 'agent-image-*.tar' ! -name "$(basename "$tar")" -delete
   fi
+  exec {lock}>&-
   echo "$tag"
 }
 
