@@ -1,4 +1,5 @@
 import { isConflict, isNotFound, type Cluster } from '../cluster/api.js';
+import { writeConfigMap } from '../cluster/configmaps.js';
 import { ExitCode, messageOf } from '../errors.js';
 import * as realHost from './host.js';
 import { agentConfigMapName, appendOutput, readExchange, validateRequest, writeExchange, type AgentExchange } from './protocol.js';
@@ -30,7 +31,7 @@ const unitName = (id: string) => `node-maint-run-${id}`;
 export async function agentTick(setup: AgentSetup): Promise<boolean> {
   const { cluster, node, namespace } = setup;
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${agentConfigMapName(node)}`;
-  const object = await cluster.get<{ metadata: { resourceVersion: string }; data?: Record<string, string> }>(path).catch((e: unknown) => {
+  const object = await cluster.get<{ metadata: { resourceVersion: string; labels?: Record<string, string> }; data?: Record<string, string> }>(path).catch((e: unknown) => {
     if (isNotFound(e)) return undefined;
     throw e;
   });
@@ -40,7 +41,7 @@ export async function agentTick(setup: AgentSetup): Promise<boolean> {
   const after = await advance(setup, before);
   if (after === before) return false;
   try {
-    await cluster.request('PUT', path, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { ...object.metadata, name: agentConfigMapName(node), namespace }, data: writeExchange(after) });
+    await writeConfigMap(cluster, namespace, agentConfigMapName(node), writeExchange(after), { labels: object.metadata.labels, resourceVersion: object.metadata.resourceVersion });
   } catch (e) {
     // The caller wrote meanwhile (a stop): the next look reads it and publishes again from the file.
     if (isConflict(e)) return false;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isNotFound, type Cluster } from '../cluster/api.js';
+import { writeConfigMap } from '../cluster/configmaps.js';
 import { listPodsOnNode, isPodReady } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { requirePermissions, upgradePermissions, type Permission } from '../cluster/permissions.js';
@@ -52,9 +53,7 @@ export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<n
     await requireReadyAgent(cluster, v.node);
     const request = { id: randomBytes(6).toString('hex'), command: v.command, args, by: cluster.user, at: new Date().toISOString() };
     const data = writeExchange({ request, output: '', outputFrom: 0 });
-    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentConfigMapName(v.node), namespace: AGENT_NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'node-maint' } }, data };
-    if (existing) await cluster.request('PUT', path, { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata.resourceVersion } });
-    else await cluster.request('POST', `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps`, body);
+    await writeConfigMap(cluster, AGENT_NAMESPACE, agentConfigMapName(v.node), data, { labels: { 'app.kubernetes.io/part-of': 'node-maint' }, resourceVersion: existing?.metadata.resourceVersion });
     say(`asked the agent on ${v.node} to run ${v.command} ${args.join(' ')} (request ${request.id}); its output follows`);
   }
   return follow(cluster, path, v, say);

@@ -1,4 +1,5 @@
 import { isNotFound, type Cluster } from '../cluster/api.js';
+import { writeConfigMap } from '../cluster/configmaps.js';
 import { listAll } from '../cluster/list.js';
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
@@ -52,11 +53,8 @@ export function parseFacts(node: string, packages: string[], out: string, at = n
 /** The facts written where a fleet reads them: created the first time, replaced after. */
 export async function publishFacts(cluster: Cluster, facts: NodeFacts): Promise<void> {
   const name = factsConfigMapName(facts.node);
-  const path = `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps`;
-  const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: AGENT_NAMESPACE, labels: { [FACTS_LABEL]: 'true', 'app.kubernetes.io/part-of': 'node-maint' } }, data: { facts: JSON.stringify(facts) } };
-  const existing = await cluster.get<{ metadata: { resourceVersion: string } }>(`${path}/${name}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
-  if (existing) await cluster.request('PUT', `${path}/${name}`, { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata.resourceVersion } });
-  else await cluster.request('POST', path, body);
+  const existing = await cluster.get<{ metadata: { resourceVersion: string } }>(`/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps/${name}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+  await writeConfigMap(cluster, AGENT_NAMESPACE, name, { facts: JSON.stringify(facts) }, { labels: { [FACTS_LABEL]: 'true', 'app.kubernetes.io/part-of': 'node-maint' }, resourceVersion: existing?.metadata.resourceVersion });
 }
 
 /** Every node's facts, in one list: what a fleet's preview reads instead of a session to each node. */
