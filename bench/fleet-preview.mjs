@@ -74,9 +74,17 @@ try {
   const agentPreviews = [];
   let agentPlanned = '';
   for (let i = 0; i < RUNS; i++) agentPreviews.push(time(() => (agentPlanned = pulumi('preview', '--non-interactive', '--config-file', agentConfig))));
+  // Pulumi's own floor in the same run: a plan as large, in the same waves, with nothing in it (bench/pulumi-floor).
+  const floorDir = new URL('./pulumi-floor/', import.meta.url).pathname;
+  const floor = (...args) => execFileSync('pulumi', args, { cwd: floorDir, env: { ...penv, BENCH_NODES: String(COUNT) }, encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
+  floor('stack', 'init', 'floor', '--non-interactive');
+  const floorPreviews = [];
+  for (let i = 0; i < RUNS; i++) floorPreviews.push(time(() => floor('preview', '--non-interactive')));
+  rmSync(join(floorDir, 'Pulumi.floor.yaml'), { force: true });
   const s = (ms) => (ms / 1000).toFixed(1);
   console.log(`access: agent: ${COUNT} nodes' facts published in ${s(published)} s; pulumi preview plan: ${(/\+ (\d+) to create/.exec(agentPlanned) ?? [])[1] ?? '?'} resources to create; median ${s(median(agentPreviews))} s [${agentPreviews.map(s).join(', ')}]`);
   console.log(`ratio preview over SSH / through the agents' facts: ${(median(previews) / median(agentPreviews)).toFixed(1)}x (goal: 20x)`);
+  console.log(`Pulumi's floor, ${COUNT} dynamic resources with nothing in them, same waves: median ${s(median(floorPreviews))} s [${floorPreviews.map(s).join(', ')}]; the most any preview through facts could gain over SSH here: ${(median(previews) / median(floorPreviews)).toFixed(1)}x; the agents' preview over the floor: ${(median(agentPreviews) / median(floorPreviews)).toFixed(2)}x`);
   console.log(`pulumi preview plan: ${(/\+ (\d+) to create/.exec(planned) ?? [])[1] ?? '?'} resources to create`);
   console.log(`pulumi preview, ${COUNT} nodes: median ${s(median(previews))} s [${previews.map(s).join(', ')}] (target: under 20 s); CPU of pulumi and its plugins: median ${median(previewCpu).toFixed(1)} s`);
   console.log(`kubectl get nodes, same nodes: median ${(median(listings) / 1000).toFixed(2)} s [${listings.map((t) => (t / 1000).toFixed(2)).join(', ')}]`);

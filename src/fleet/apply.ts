@@ -18,7 +18,9 @@ import { nodeEnded, postMessage, type NodeOutcome } from './notify.js';
 import type { UndrainableBehavior } from './undrainable.js';
 import type { MaintenanceWindow } from './window.js';
 import type { FleetConfig } from './config/index.js';
-import { setWaitingTaint } from './waiting-taint.js';
+import { hasWaitingTaint, setWaitingTaint } from './waiting-taint.js';
+import { listAll } from '../cluster/list.js';
+import type { Node } from '../cluster/types.js';
 import { waitForNoBlockingPods, type BlockingPods } from './blocking-pods.js';
 
 export { fleetHolds } from './hold.js';
@@ -36,8 +38,10 @@ export interface NodeUpgradeInputs {
   kubeconfig?: string;
   context?: string;
   targets: Record<string, string>;
-  /** The nodes this `pulumi up` tainted PreferNoSchedule while they wait (preferNoScheduleWhileWaiting); each loses it as its run ends, all of them when the fleet fails. */
-  waitingNodes?: string[];
+  /** This `pulumi up` tainted its waiting nodes PreferNoSchedule (preferNoScheduleWhileWaiting): each loses it as its
+   * run ends, all of them when the fleet fails (found by the taint, not listed: a list on every node grew the fleet's
+   * plan with the square of its size). */
+  waitingTaint?: boolean;
   /** kured's blocking pod selector: the node is held while one runs there (or anywhere). */
   blockingPods?: BlockingPods;
   /** The fleet's reboot key; absent in states written before it: never. */
@@ -78,10 +82,12 @@ export async function waitForBlockingPods(inputs: NodeUpgradeInputs, log: (line:
   await waitForNoBlockingPods(cluster, inputs.node, inputs.blockingPods, log, signal);
 }
 
-/** Takes the fleet's waiting taint off these nodes (a node gone is no error). */
-export async function clearWaitingTaints(inputs: NodeUpgradeInputs, nodes: string[]): Promise<void> {
+/** Takes the fleet's waiting taint off the node itself, or off every node that carries it (a node gone is no error). */
+export async function clearWaitingTaints(inputs: NodeUpgradeInputs, which: 'own' | 'fleet'): Promise<void> {
   const cluster = await Cluster.connect({ kubeconfig: inputs.kubeconfig, context: inputs.context });
-  await Promise.all(nodes.map((n) => setWaitingTaint(cluster, n, inputs.fleet ?? 'fleet', false)));
+  const fleet = inputs.fleet ?? 'fleet';
+  const nodes = which === 'own' ? [inputs.node] : (await listAll<Node>(cluster, '/api/v1/nodes')).filter((n) => hasWaitingTaint(n, fleet)).map((n) => n.metadata.name);
+  await Promise.all(nodes.map((n) => setWaitingTaint(cluster, n, fleet, false)));
 }
 
 export async function upgradeFleetNode(inputs: NodeUpgradeInputs, sshKey: string | undefined, log: (line: string) => void, stop?: AbortSignal): Promise<RunReport> {

@@ -38,7 +38,7 @@ export interface NodeRunDeps {
   afterFleetNode(inputs: fleet.NodeUpgradeInputs, before: NodeBefore, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
   notifyNodeEnd(webhook: string | undefined, inputs: fleet.NodeUpgradeInputs, outcome: NodeOutcome, log: (line: string) => void): Promise<void>;
   notifyFleet(webhook: string | undefined, message: FleetMessage, log: (line: string) => void): Promise<void>;
-  clearWaitingTaints(inputs: fleet.NodeUpgradeInputs, nodes: string[]): Promise<void>;
+  clearWaitingTaints(inputs: fleet.NodeUpgradeInputs, which: 'own' | 'fleet'): Promise<void>;
   waitForBlockingPods(inputs: fleet.NodeUpgradeInputs, log: (line: string) => void, signal?: AbortSignal): Promise<void>;
 }
 
@@ -83,8 +83,8 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     const end = result === SKIPPED_RESULT || result === HELD_RESULT ? { result, reason: error } : { result, ...(error !== undefined ? { error, ...(exitCode !== undefined ? { exitCode } : {}) } : {}) };
     const fleetFailed = runs.ended(fleetName, inputs.node, end, later ?? { names: [], count: 0 });
     // Its own waiting taint goes as its run ends; a failed fleet's waiting nodes wait no more: theirs go too.
-    const untaint = fleetFailed ? (rest.waitingNodes ?? []) : (rest.waitingNodes ?? []).filter((n) => n === inputs.node);
-    if (untaint.length > 0) await deps.clearWaitingTaints(rest, untaint).catch((e: Error) => log(`[${inputs.node}] could not take the waiting taint off ${untaint.join(', ')}: ${e.message}`));
+    const which = fleetFailed ? 'fleet' : 'own';
+    if (rest.waitingTaint) await deps.clearWaitingTaints(rest, which).catch((e: Error) => log(`[${inputs.node}] could not take the waiting taint off ${which === 'own' ? 'the node' : "the fleet's nodes"}: ${e.message}`));
     if (fleetFailed) await deps.notifyFleet(webhook, fleetFailed, (line) => log(`[${inputs.node}] ${line}`));
   };
   const stop = async (outcome: Omit<NodeOutcome, 'node'> & { error: string }): Promise<never> => {
@@ -159,12 +159,20 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
   return outs;
 }
 
-export async function check(_olds: ProviderInputs, news: ProviderInputs) {
+/** A node's inputs as the provider reads them: the fleet's settings (packed by resource.ts) beside the node's own.
+ * A state written before the packing has them flat already. */
+export function unpackInputs(packed: ProviderInputs & { fleetSettings?: Partial<ProviderInputs> }): ProviderInputs {
+  const { fleetSettings, ...own } = packed;
+  return { ...fleetSettings, ...own } as ProviderInputs;
+}
+
+export async function check(_olds: ProviderInputs, packed: ProviderInputs) {
+  const news = unpackInputs(packed);
   const failures = [];
   if (typeof news.node !== 'string' || news.node === '') failures.push({ property: 'node', reason: 'node is required' });
   const reboots = news.reboot !== undefined && news.reboot.policy !== 'never';
   if (!news.targets || (Object.keys(news.targets).length === 0 && !reboots)) failures.push({ property: 'targets', reason: 'targets are required unless the fleet reboots' });
-  return { inputs: news, failures };
+  return { inputs: packed, failures };
 }
 
 export async function diff(_id: string, olds: ProviderInputs, news: ProviderInputs) {
@@ -184,9 +192,9 @@ function runInProvider(inputs: ProviderInputs) {
 }
 
 export async function create(inputs: ProviderInputs) {
-  return { id: inputs.node, outs: await runInProvider(inputs) };
+  return { id: inputs.node, outs: await runInProvider(unpackInputs(inputs)) };
 }
 
 export async function update(_id: string, _olds: ProviderInputs, news: ProviderInputs) {
-  return { outs: await runInProvider(news) };
+  return { outs: await runInProvider(unpackInputs(news)) };
 }

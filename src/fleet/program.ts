@@ -270,7 +270,7 @@ async function planFleet() {
           targets: config.targets,
           reboot: config.reboot,
           ...(config.blockingPods ? { blockingPods: config.blockingPods } : {}),
-          ...(waitingNodes.length > 0 ? { waitingNodes } : {}),
+          ...(waitingNodes.length > 0 ? { waitingTaint: true } : {}),
           ...(rebootOf(config, seen!) ? { rebootWanted: rebootOf(config, seen!) } : {}),
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,

@@ -14,6 +14,16 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   unfinished?: string;
   /** Its wave, 0 first: the provider keeps it in the outputs of its last change. */
   wave?: number;
+  /** Why this `pulumi up` reboots the node: a change, whatever the versions. */
+  rebootWanted?: string;
+}
+
+/** What is the same for every node of the fleet, in one input: each top-level input costs the SDK its own outputs and
+ * promises, and at 1,000 nodes the fleet-wide ones were a fifth of `pulumi preview`. The node's own inputs, those the
+ * diff reads and the secrets (marked by name) stay at the top; the provider unpacks (unpackInputs). */
+function packInputs(args: NodeRuntimeUpgradeArgs) {
+  const { node, targets, observed, unfinished, rebootWanted, wave, later, connection, sshKey, webhook, hooks, ...fleet } = args;
+  return { node, targets, observed, unfinished, rebootWanted, wave, later, connection, sshKey, webhook, hooks, fleetSettings: fleet };
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.
@@ -38,7 +48,7 @@ export class NodeRuntimeUpgrade extends pulumi.dynamic.Resource {
     super(
       PROVIDER,
       name,
-      { ...args, result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined, held: undefined },
+      { ...packInputs(args), result: undefined, versionsBefore: undefined, versionsAfter: undefined, steps: undefined, audit: undefined, durationMs: undefined, skipped: undefined, held: undefined },
       { ...opts, additionalSecretOutputs: ['sshKey', 'webhook', ...(args.hooksSecret ? ['hooks'] : [])] },
       'node-maint',
       'NodeRuntimeUpgrade',

@@ -27,7 +27,7 @@ function fakeDeps({ holds = [] as string[], ended = {} as Partial<RunReport>, be
     },
     notifyNodeEnd: async (webhook, _i, o) => void calls.push(`notify ${webhook ?? 'none'} ${o.result}${o.exitCode !== undefined ? ` (exit ${o.exitCode})` : ''}${o.error ? `: ${o.error}` : ''}`),
     notifyFleet: async (_webhook, m) => void calls.push(`fleet ${m.event}: ${m.text}`),
-    clearWaitingTaints: async (_i, nodes) => void calls.push(`untaint ${nodes.join(',')}`),
+    clearWaitingTaints: async (i, which) => void calls.push(`untaint ${which === 'own' ? i.node : 'every node of the fleet'}`),
     waitForBlockingPods: async (i) => {
       if (!blocked) return;
       calls.push(`blocking pods ${i.node}`);
@@ -67,11 +67,14 @@ describe("a fleet node's run in the provider", () => {
 
   it('the waiting taint: a node loses its own as its run ends; a failed fleet takes it off every waiting node', async () => {
     const done = fakeDeps();
-    await run(done.deps, { waitingNodes: ['n', 'm', 'o'] });
+    await run(done.deps, { waitingTaint: true });
     expect(done.calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify none upgraded', 'untaint n']);
     const failed = fakeDeps({ ended: { exitCode: 11, result: 'rolled-back' } as Partial<RunReport> });
-    await expect(run(failed.deps, { waitingNodes: ['n', 'm', 'o'], later: { names: ['m', 'o'], count: 2 } })).rejects.toThrow();
-    expect(failed.calls.filter((c) => c.startsWith('untaint'))).toEqual(['untaint n,m,o']);
+    await expect(run(failed.deps, { waitingTaint: true, later: { names: ['m', 'o'], count: 2 } })).rejects.toThrow();
+    expect(failed.calls.filter((c) => c.startsWith('untaint'))).toEqual(['untaint every node of the fleet']);
+    const untainted = fakeDeps();
+    await run(untainted.deps);
+    expect(untainted.calls.filter((c) => c.startsWith('untaint'))).toEqual([]);
   });
 
   it('a node a killed pulumi up left half-done is finished first: neither the window, the pause nor the alerts hold it', async () => {
