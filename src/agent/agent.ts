@@ -27,24 +27,28 @@ export interface AgentSetup {
 
 const unitName = (id: string) => `node-maint-run-${id}`;
 
-/** One look; true when a run's end was published (the node's facts are worth reading again). */
-export async function agentTick(setup: AgentSetup): Promise<boolean> {
+/** What one look found: no request to act on, a run under way (or just started), or a run's end published (the
+ * node's facts are worth reading again). */
+export type AgentLook = 'idle' | 'running' | 'ended';
+
+/** One look at the node's request, and what follows. */
+export async function agentTick(setup: AgentSetup): Promise<AgentLook> {
   const { cluster, node, namespace } = setup;
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${agentConfigMapName(node)}`;
   const object = await cluster.get<{ metadata: { resourceVersion: string; labels?: Record<string, string> }; data?: Record<string, string> }>(path).catch((e: unknown) => {
     if (isNotFound(e)) return undefined;
     throw e;
   });
-  if (!object) return false;
+  if (!object) return 'idle';
   const before = readExchange(object.data);
-  if (!before.request || before.exit !== undefined) return false;
+  if (!before.request || before.exit !== undefined) return 'idle';
   const after = await advance(setup, before);
-  if (after === before) return false;
+  if (after === before) return 'running';
   try {
     await writeConfigMap(cluster, namespace, agentConfigMapName(node), writeExchange(after), { labels: object.metadata.labels, resourceVersion: object.metadata.resourceVersion });
   } catch (e) {
     // The caller wrote meanwhile (a stop): the next look reads it and publishes again from the file.
-    if (isConflict(e)) return false;
+    if (isConflict(e)) return 'running';
     throw e;
   }
   // Only once its exit is published: the unit keeps the exit status until then.
@@ -53,7 +57,7 @@ export async function agentTick(setup: AgentSetup): Promise<boolean> {
     await host.removeUnit(after.unit.name);
     await host.forgetKubeconfig(after.request.id);
   }
-  return after.exit !== undefined;
+  return after.exit !== undefined ? 'ended' : 'running';
 }
 
 const say = (x: AgentExchange, line: string): AgentExchange => ({ ...x, ...appendOutput(x, `node-maint agent: ${line}\n`) });

@@ -4,6 +4,9 @@ import { listAll } from '../cluster/list.js';
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { AGENT_NAMESPACE } from './protocol.js';
+import { AUDIT_TEXTFILE } from '../metrics/textfile.js';
+import { command } from '../node/transport/index.js';
+import type { AuditVerdict } from '../leaks/types.js';
 
 // What a node's agent tells about its node, with no session to it: the installed and offered versions of the runtime
 // packages, and whether the node wants a reboot. A fleet's `pulumi preview` with `access: agent` reads these instead
@@ -26,27 +29,57 @@ export interface NodeFacts {
   offered: Record<string, string[]>;
   /** Why the node wants a reboot (Debian's sentinel), absent when it does not. */
   rebootRequired?: string;
+  /** The leak audit of the last run the agent started (its textfile), absent before the first. */
+  lastAudit?: LastAudit;
+}
+
+export interface LastAudit {
+  verdict: AuditVerdict;
+  /** Findings of every class. */
+  findings: number;
+  /** When it was written (the textfile's time). */
+  at: string;
 }
 
 const SPLIT = '@@node-maint-offered';
 const REBOOT_SPLIT = '@@node-maint-reboot';
+const AUDIT_SPLIT = '@@node-maint-audit';
+
+/** Where the agent's runs write their metrics (--textfile-dir, the agent's choice, never a request's). */
+export const AGENT_TEXTFILE_DIR = '/var/lib/node-maint/agent/metrics';
+const auditFile = `${AGENT_TEXTFILE_DIR}/${AUDIT_TEXTFILE}`;
+
+/** The audit textfile's time and its verdict and findings gauges; nothing when there is none. */
+export const lastAuditScript = (file = auditFile) => `if [ -f ${command(file)} ]; then stat -c %Y ${command(file)}; grep -E '^node_maint_audit_(verdict|findings)[{]' ${command(file)}; fi; true`;
 
 export function factsScript(packages: string[]): string {
-  return [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, availableVersionsScript(packages), 'true', `echo ${REBOOT_SPLIT}`, rebootRequiredScript()].join('\n');
+  return [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, availableVersionsScript(packages), 'true', `echo ${REBOOT_SPLIT}`, rebootRequiredScript(), `echo ${AUDIT_SPLIT}`, lastAuditScript()].join('\n');
+}
+
+/** The last audit from its textfile's time and gauges (metrics/audit.ts); undefined when there is none or it is unreadable. */
+export function parseLastAudit(out: string): LastAudit | undefined {
+  const [time = '', ...gauges] = out.split('\n').filter(Boolean);
+  const verdict = gauges.map((l) => /^node_maint_audit_verdict\{.*verdict="(clean|leaks|unverifiable)".*\} 1$/.exec(l)?.[1]).find(Boolean) as AuditVerdict | undefined;
+  if (!/^\d+$/.test(time) || !verdict) return undefined;
+  const findings = gauges.reduce((sum, l) => sum + Number(/^node_maint_audit_findings\{.*\} (\d+)$/.exec(l)?.[1] ?? 0), 0);
+  return { verdict, findings, at: new Date(Number(time) * 1000).toISOString() };
 }
 
 export function parseFacts(node: string, packages: string[], out: string, at = new Date()): NodeFacts {
-  const [observed = '', reboot = ''] = out.split(`${REBOOT_SPLIT}\n`);
+  const [beforeAudit = '', audit = ''] = out.split(`${AUDIT_SPLIT}\n`);
+  const [observed = '', reboot = ''] = beforeAudit.split(`${REBOOT_SPLIT}\n`);
   const [dpkg = '', madison = ''] = observed.split(`${SPLIT}\n`);
   const clean = cleanVersions(parsePackageDb(dpkg.split('\n').filter(Boolean), [], false));
   const available = parseAvailableVersions(madison);
   const rebootRequired = parseRebootRequired(reboot);
+  const lastAudit = parseLastAudit(audit);
   return {
     node,
     at: at.toISOString(),
     installed: Object.fromEntries(packages.map((p) => [p, clean[p] || 'not installed'])),
     offered: Object.fromEntries(packages.map((p) => [p, [...(available.get(p) ?? [])]])),
     ...(rebootRequired ? { rebootRequired } : {}),
+    ...(lastAudit ? { lastAudit } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RunbookError } from '../errors.js';
 import { BOOT_IDENTITY_SCRIPT, parseBootIdentity } from '../node/reboot.js';
+import { AGENT_TEXTFILE_DIR } from './facts.js';
 
 // What the agent does on its node's host, and nothing more: its pod shares the host's PID namespace, so PID 1 is the
 // host's systemd; `nsenter` into PID 1's mount namespace reaches `systemd-run` and `systemctl` there, and the run
@@ -71,8 +72,21 @@ export async function forgetKubeconfig(id: string): Promise<void> {
  * its output appended to a file on the host, its exit status kept after it ends (RemainAfterExit) until the agent has
  * published it and removes the unit.
  */
+/** The output of the node's last `keep` runs is kept (their .log and .out), older runs' goes: a node runs for years. */
+export async function pruneRuns(dir = join(HOST_DIR, 'runs'), keep = 20): Promise<void> {
+  const newest = new Map<string, number>(); // a run's id -> the time of its newest file
+  for (const file of await readdir(dir).catch(() => [] as string[])) {
+    const at = (await stat(join(dir, file)).catch(() => undefined))?.mtimeMs ?? 0;
+    const id = file.replace(/\.(log|out)$/, '');
+    newest.set(id, Math.max(newest.get(id) ?? 0, at));
+  }
+  const old = [...newest].sort(([, a], [, b]) => b - a).slice(keep).map(([id]) => id);
+  await Promise.all(old.flatMap((id) => ['log', 'out'].map((ext) => rm(join(dir, `${id}.${ext}`), { force: true }))));
+}
+
 export async function startUnit(unit: string, runtime: string, command: string, args: string[], id: string): Promise<void> {
   await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
+  await pruneRuns();
   const log = outputFile(id);
   await onHost([
     'systemd-run', `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
@@ -80,7 +94,8 @@ export async function startUnit(unit: string, runtime: string, command: string, 
     // A shutdown (the run's own reboot) stops it like a SIGTERM: its stop is said within 30 s, not the default 90 s.
     '--property=TimeoutStopSec=30',
     join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'),
-    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id),
+    // Its audit's metrics where the agent reads the last audit's verdict for the node's facts.
+    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id), '--textfile-dir', AGENT_TEXTFILE_DIR,
   ]);
 }
 

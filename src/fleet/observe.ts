@@ -3,7 +3,7 @@ import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 import { withTransport } from './connection.js';
-import { FACTS_MAX_AGE_MS, type NodeFacts } from '../agent/facts.js';
+import { FACTS_MAX_AGE_MS, type LastAudit, type NodeFacts } from '../agent/facts.js';
 
 // The program's read-only look at a node, in one round trip: the target packages' installed versions and, for those
 // not at their target, the versions its package sources offer (so preview fails on a version no node can install).
@@ -14,6 +14,8 @@ export interface ObservedNode {
   offered: Record<string, string[]>;
   /** With reboot: if-required, why the node wants a reboot (absent: it does not). */
   rebootRequired?: string;
+  /** Through the agents: the leak audit of the last run its agent started (absent: none yet). */
+  lastAudit?: LastAudit;
 }
 
 const SPLIT = '@@node-maint-offered';
@@ -64,5 +66,19 @@ export function observedFromFacts(node: string, facts: NodeFacts | undefined, ta
   if (unknown.length > 0) return `its agent does not report ${unknown.join(', ')} (it reports ${Object.keys(facts.installed).join(', ')}: NODE_MAINT_PACKAGES in its DaemonSet)`;
   const installed = Object.fromEntries(Object.keys(targets).map((p) => [p, facts.installed[p]!]));
   const offered = Object.fromEntries(Object.keys(targets).filter((p) => installed[p] !== targets[p]).map((p) => [p, facts.offered[p] ?? []]));
-  return { installed, offered, ...(readReboot && facts.rebootRequired ? { rebootRequired: facts.rebootRequired } : {}) };
+  return { installed, offered, ...(readReboot && facts.rebootRequired ? { rebootRequired: facts.rebootRequired } : {}), ...(facts.lastAudit ? { lastAudit: facts.lastAudit } : {}) };
+}
+
+/** "clean (2026-11-29T04:00:00.000Z)", "2 finding(s) (...)": a node's last audit as the preview says it. */
+export const describeLastAudit = (a: LastAudit | undefined) =>
+  !a ? 'none by its agent yet' : `${a.verdict === 'clean' ? 'clean' : a.verdict === 'leaks' ? `${a.findings} finding(s)` : 'could not verify'} (${a.at})`;
+
+/** One line over the fleet's last audits through the agents: how many clean, and the nodes whose audit was not. */
+export function summarizeLastAudits(nodes: Array<[string, LastAudit | undefined]>): string {
+  const named = (list: string[]) => (list.length === 0 ? '' : ` (${list.slice(0, 10).join(', ')}${list.length > 10 ? `, and ${list.length - 10} more` : ''})`);
+  const of = (test: (a: LastAudit | undefined) => boolean) => nodes.filter(([, a]) => test(a)).map(([n]) => n);
+  const leaks = of((a) => a?.verdict === 'leaks');
+  const unverifiable = of((a) => a?.verdict === 'unverifiable');
+  const none = of((a) => a === undefined);
+  return `the last audits their agents ran: ${of((a) => a?.verdict === 'clean').length} clean, ${leaks.length} with findings${named(leaks)}, ${unverifiable.length} could not verify${named(unverifiable)}, ${none.length} none yet${named(none)}`;
 }

@@ -9,7 +9,7 @@ import type { Lease, Node, Pod } from '../cluster/types.js';
 import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
 import type { NodeConnection } from './apply.js';
-import { notOffered, observedFromFacts, observeNode, type ObservedNode } from './observe.js';
+import { describeLastAudit, notOffered, observedFromFacts, observeNode, summarizeLastAudits, type ObservedNode } from './observe.js';
 import { readAllFacts } from '../agent/facts.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
@@ -203,12 +203,14 @@ async function planFleet() {
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
+  const auditLine = (i: number) => (config.access === 'agent' && typeof observed[i] === 'object' ? `; last audit: ${describeLastAudit(observed[i].lastAudit)}` : '');
   const lines = nodes.map((n, i) =>
     silentRebooting.has(n.metadata.name)
       ? `${n.metadata.name}: rebooting (${unfinished.get(n.metadata.name)}: its reboot is under way; the run reads the node once it is back)`
-      : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}`,
+      : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}${auditLine(i)}`,
   );
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
+  if (config.access === 'agent') pulumi.log.info(summarizeLastAudits(nodes.flatMap((n, i) => (typeof observed[i] === 'object' ? [[n.metadata.name, observed[i].lastAudit] as [string, ObservedNode['lastAudit']]] : []))));
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
   await refuseUnobserved(nodes.filter((n) => !silentRebooting.has(n.metadata.name)), observed.filter((_, i) => !silentRebooting.has(names[i]!)), config, fleet);
   // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
 import { FAULTS_DIR, stepLine } from './faults.js';
+import { withAgentOn } from './agent.js';
 
 // The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on
 // each node, pods with real containerd sandboxes on kindnetd's network (ptp + host-local in /run/cni-ipam-state).
@@ -201,5 +202,23 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     } finally {
       await onNode(node, `rm -rf ${FAULTS_DIR}; DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --allow-change-held-packages docker.io >/dev/null`);
     }
+  });
+
+  it("the agent on a kind worker (issue 37): its image in the node's containerd, the audit and a dry run started as units of the node's systemd, no docker exec", async () => {
+    const worker = kind().workers[0]!;
+    await resetWorker(worker);
+    const through = ['--via', 'agent', '--output', 'json', '--kubeconfig', kind().kubeconfig];
+    await withAgentOn({ kubectl: kindKubectl, sh: onNode }, [worker], async () => {
+      const audit = await auditNode([worker, ...through]);
+      expect(audit.code, audit.stderr).toBe(0);
+      expect(JSON.parse(audit.stdout)).toMatchObject({ node: worker, verdict: 'clean' });
+      const plan = await upgradeNode([worker, '--to', `containerd=${bed().containerd.new}`, '--dry-run', ...DRAIN_FLAGS, ...through]);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(JSON.parse(plan.stdout)).toMatchObject({ node: worker, dryRun: true, exitCode: 0, versions: { before: { containerd: bed().containerd.old } } });
+      // The runs were the node's own units (their output files are the agent's), and the dry run changed nothing.
+      expect(await onNode(worker, 'ls /var/lib/node-maint/agent/runs | grep -c "[.]out$"')).toMatch(/^[2-9]/);
+      expect(await containerd(worker)).toBe(`${bed().containerd.old} hi`);
+      expect(JSON.parse(await kindKubectl('get', 'node', worker, '-o', 'json')).spec.unschedulable).toBeUndefined();
+    });
   });
 });

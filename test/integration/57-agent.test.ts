@@ -99,6 +99,50 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     }));
   }));
 
+  it.concurrent("an agent that does not start the request: withdrawn after 60 s, and the agent, back, starts nothing; the node's systemd refusing the unit: said, nothing started", onLeasedNode('any', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const args = viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
+      const exchange = async () => (await kubectlJson('get', 'configmap', '-n', 'node-maint', `node-maint-agent-${t.name}`)).data ?? {};
+      // Its pod stays Ready while its process is frozen: the caller's only way to tell is that nothing starts.
+      const freeze = (signal: 'STOP' | 'CONT') => t.sh(`pkill -${signal} -f dist/agent/main.js`);
+      const untouched = async () => {
+        expect((await t.sh("systemctl list-units --all --no-legend 'node-maint-run-*' | wc -l")).trim()).toBe('0');
+        expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+        expect((await lease(t.name)).holder).toBeUndefined();
+      };
+      await freeze('STOP');
+      let late;
+      try {
+        late = await upgradeNode(args);
+      } finally {
+        await freeze('CONT');
+      }
+      expect(late.code, late.stderr).toBe(10);
+      expect(JSON.parse(late.stdout).error.message).toBe(`the agent on ${t.name} did not start the run within 60s (its pod running? its log says why); the request was withdrawn and nothing was changed`);
+      await waitFor(async () => (await exchange()).exit === '18', 30_000, 'the agent to end the withdrawn request');
+      expect((await exchange()).output).toContain('node-maint agent: a stop was asked (the caller, as no agent started the run) before the run started: nothing was started');
+      await untouched();
+
+      // The next request's unit masked on the node before the agent gets to it: systemd refuses it for real.
+      await freeze('STOP');
+      let refused;
+      try {
+        const call = upgradeNode(args);
+        await waitFor(async () => (await exchange()).request !== undefined && (await exchange()).exit === undefined, 30_000, 'the new request');
+        const { id } = JSON.parse((await exchange()).request);
+        await t.sh(`systemctl mask node-maint-run-${id}.service`);
+        await freeze('CONT');
+        refused = await call;
+        await t.sh(`systemctl unmask node-maint-run-${id}.service`);
+      } finally {
+        await freeze('CONT');
+      }
+      expect(refused.code, refused.stderr).toBe(10);
+      expect(refused.stderr).toMatch(new RegExp(`node-maint agent: could not start the run on ${t.name}: .*masked.*; nothing was started`));
+      await untouched();
+    }));
+  }));
+
   it.concurrent('no agent on the node, or a hook asked of it: refused by name, nothing changed', onLeasedNode('any', async (t) => {
     const hook = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`, '--hook-before-drain', 'echo hi']));
     expect(hook.code, hook.stderr).toBe(2);
@@ -126,7 +170,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
 
   it.concurrent("the agent's image missing on the node: refused, the agent's state named, nothing written", onLeasedNode('any', async (t) => {
     const label = 'node-maint.io/agent-missing-test';
-    const [daemonSet] = manifest('node-maint/agent:not-loaded', label).filter((d) => d.kind === 'DaemonSet');
+    const [daemonSet] = manifest('node-maint/agent:not-loaded', { label }).filter((d) => d.kind === 'DaemonSet');
     daemonSet.metadata.name = 'node-maint-agent-missing';
     await applyObjects([daemonSet]);
     await kubectl('label', 'node', t.name, `${label}=on`, '--overwrite');

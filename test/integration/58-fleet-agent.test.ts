@@ -8,7 +8,6 @@ import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './p
 // its agent; no SSH key in the stack, and every node's sshd stopped (and disabled) for the whole of it.
 const FLEET = useNodes('any', 'any', 'any');
 
-
 describe('pulumi with access: agent', () => {
   let stack: PulumiStack;
 
@@ -25,12 +24,20 @@ describe('pulumi with access: agent', () => {
       for (const t of FLEET) await waitFor(async () => (await kubectlJson('get', 'configmap', '-n', 'node-maint', `node-maint-facts-${t.name}`)).data?.facts !== undefined, 60_000, `${t.name}'s facts`);
       const preview = (await stack.run(['preview'])).stdout;
       for (const t of FLEET) expect(preview).toContain(`${t.name}: containerd ${old} -> containerd ${version}`);
+      const upAt = Date.now();
       await stack.run(['up', '--yes', '--skip-preview']);
       const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
       for (const t of FLEET) {
         expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', audit: { findings: 0 } });
         expect(await containerdOn(t)).toBe(version);
       }
+      // Each agent publishes its node's facts again once its run ended, with that run's audit (its textfile's time, in
+      // seconds): the next preview says it.
+      const lastAudit = async (t: (typeof FLEET)[number]) => JSON.parse((await kubectlJson('get', 'configmap', '-n', 'node-maint', `node-maint-facts-${t.name}`)).data.facts).lastAudit;
+      for (const t of FLEET) await waitFor(async () => Date.parse((await lastAudit(t))?.at ?? '') >= upAt - 1000, 60_000, `${t.name}'s facts with its last audit`);
+      const after = (await stack.run(['preview'])).stdout;
+      for (const t of FLEET) expect(after).toContain(`${t.name}: containerd ${version} -> containerd ${version}; last audit: clean (${(await lastAudit(t)).at})`);
+      expect(after).toContain('the last audits their agents ran: 3 clean, 0 with findings, 0 could not verify, 0 none yet');
     }));
   });
 

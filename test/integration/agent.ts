@@ -3,17 +3,27 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { loadAll } from 'js-yaml';
 import { expect } from 'vitest';
-import { applyObjects, kubectl, kubectlJson, waitFor } from './bed.js';
+import { applyObjects, kubectl, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
-// The node-maint agent on a leased pool node: its image built from dist/ and loaded on the node, the shipped
-// DaemonSet (runbooks/agent.yaml) with that image and the bed's API address, scheduled only on nodes a test labels.
+// The node-maint agent on leased pool nodes or kind's: its image built from dist/ and loaded on the nodes, the shipped
+// DaemonSet (runbooks/agent.yaml) with that image, scheduled only on nodes a test labels.
 const exec = promisify(execFile);
 const LABEL = 'node-maint.io/agent-test';
 const selector = 'app.kubernetes.io/name=node-maint-agent';
 
-/** The shipped manifest as the bed needs it: the image just built (never pulled), the API where the nodes reach it. */
-export function manifest(image: string, label = LABEL): any[] {
+/** The cluster an agent runs in: the bed's (its nodes reach the API on their own forward), or kind's (a real Service). */
+export interface AgentCluster {
+  kubectl: (...args: string[]) => Promise<string>;
+  sh: (node: string, script: string) => Promise<string>;
+  /** No kube-proxy: the agent is told the API's address on the node. */
+  apiOnNode?: boolean;
+}
+
+const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiOnNode: true });
+
+/** The shipped manifest as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
+export function manifest(image: string, { label = LABEL, apiOnNode = true } = {}): any[] {
   const docs = loadAll(readFileSync('runbooks/agent.yaml', 'utf8')) as any[];
   for (const d of docs) {
     if (d.kind !== 'DaemonSet') continue;
@@ -22,33 +32,39 @@ export function manifest(image: string, label = LABEL): any[] {
     const [c] = pod.containers;
     Object.assign(c, { image, imagePullPolicy: 'Never' });
     // No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does.
-    c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: '6443' });
+    if (apiOnNode) c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: '6443' });
   }
   return docs;
 }
 
-export const agentPods = async (node: string) => (await kubectlJson('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`)).items as any[];
+export const agentPods = async (node: string, run: (...args: string[]) => Promise<string> = kubectl) =>
+  JSON.parse(await run('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`, '-o', 'json')).items as any[];
 
-/** Runs `fn` with the agent Ready on the nodes; the agent, its requests, facts and files gone from them after. */
+/** Runs `fn` with the agent Ready on the bed's nodes; the agent, its requests, facts and files gone from them after. */
 export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<void>): Promise<void> {
   const all = Array.isArray(nodes) ? nodes : [nodes];
-  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', ...all.map((t) => t.name)]);
+  await withAgentOn(bedCluster(all), all.map((t) => t.name), fn);
+}
+
+/** Runs `fn` with the agent Ready on the cluster's named nodes (the image loaded into their runtimes), and none of it after. */
+export async function withAgentOn(cluster: AgentCluster, names: string[], fn: () => Promise<void>): Promise<void> {
+  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', ...names]);
   const image = stdout.trim().split('\n').at(-1)!;
-  await kubectl('apply', '-f', 'runbooks/rbac.yaml');
-  await applyObjects(manifest(image));
-  for (const t of all) await kubectl('label', 'node', t.name, `${LABEL}=on`, '--overwrite');
+  await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
+  await applyObjects(manifest(image, { apiOnNode: cluster.apiOnNode === true }), cluster.kubectl);
+  for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}=on`, '--overwrite');
   try {
-    for (const t of all) {
-      await waitFor(async () => (await agentPods(t.name)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${t.name}`);
+    for (const n of names) {
+      await waitFor(async () => (await agentPods(n, cluster.kubectl)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${n}`);
     }
     await fn();
   } finally {
-    for (const t of all) {
-      await kubectl('label', 'node', t.name, `${LABEL}-`);
-      await waitFor(async () => (await agentPods(t.name)).length === 0, 120_000, `the agent gone from ${t.name}`);
-      await kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${t.name}`, `node-maint-facts-${t.name}`, '--ignore-not-found');
+    for (const n of names) {
+      await cluster.kubectl('label', 'node', n, `${LABEL}-`);
+      await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
+      await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${n}`, `node-maint-facts-${n}`, '--ignore-not-found');
       // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
-      await t.sh('rm -rf /var/lib/node-maint/agent');
+      await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');
     }
   }
 }

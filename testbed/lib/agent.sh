@@ -1,7 +1,7 @@
 # The node-maint agent's image (runbooks/agent.yaml): this repository's Node.js (the machine's own binary, with its
 # loader and libraries, so the node needs none) and the agent's bundles from dist/, on busybox for nsenter. Built
 # from the working tree each time dist/ changes (a test's setup asks for it), cached by that key, and loaded into the
-# runtime of the pool nodes named.
+# runtime of the pool or kind nodes named.
 
 agent_image_key() {
   (cd "$TB_ROOT/.." && sha256sum /usr/bin/node dist/agent/main.js dist/agent/unit.js node_modules/ssh2/package.json; declare -f build_agent_image) | sha256sum | cut -c1-12
@@ -37,11 +37,13 @@ build_agent_image() {
   echo "$tag"
 }
 
-# Loads the agent's image into a pool node's runtime (the one its kubelet uses).
+# Loads the agent's image into a node's runtime (the one its kubelet uses): a pool node, or a kind node by its name.
 load_agent_image() { # NODE TAG
   local c="$POOL_PREFIX$1" tar
   tar="$TESTBED_CACHE/agent-image-${2##*:}.tar"
-  if $BED_DOCKER exec "$c" sh -c 'command -v dockerd' >/dev/null; then
+  if [ -n "$($BED_DOCKER inspect -f '{{index .Config.Labels "io.x-k8s.kind.cluster"}}' "$1" 2>/dev/null)" ]; then
+    $BED_DOCKER exec -i "$1" ctr -n k8s.io images import - < "$tar" >/dev/null
+  elif $BED_DOCKER exec "$c" sh -c 'command -v dockerd' >/dev/null; then
     $BED_DOCKER exec -i "$c" docker load -q < "$tar" >/dev/null
   else
     $BED_DOCKER exec -i "$c" ctr -n k8s.io images import - < "$tar" >/dev/null

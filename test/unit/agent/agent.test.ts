@@ -1,5 +1,9 @@
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentTick, type AgentHost } from '../../../src/agent/agent.js';
+import { pruneRuns } from '../../../src/agent/host.js';
 import { readExchange, writeExchange } from '../../../src/agent/protocol.js';
 import { ApiError, type Cluster } from '../../../src/cluster/api.js';
 
@@ -80,14 +84,16 @@ describe("a node's agent", () => {
 
   it('publishes whole lines while the run goes on, the rest and its report and exit code when it ends, and only then removes it', async () => {
     const a = agent();
-    await a.tick();
+    expect(await a.tick()).toBe('running');
     a.state.log = '[ 1/12] Preflight checks ...\n[ 1/12] chec';
-    await a.tick();
+    expect(await a.tick()).toBe('running');
     expect(a.seen()).toMatchObject({ output: '[ 1/12] Preflight checks ...\n', read: 29 });
     Object.assign(a.state, { running: false, exit: 0, log: `${a.state.log}ked`, out: '{"result":"upgraded"}\n' });
-    await a.tick();
+    expect(await a.tick()).toBe('ended');
     expect(a.seen()).toMatchObject({ output: '[ 1/12] Preflight checks ...\n[ 1/12] checked', exit: 0, report: '{"result":"upgraded"}\n' });
     expect(a.calls.slice(-2)).toEqual(['remove node-maint-run-r1', 'forget r1']);
+    // Nothing more to do: the agent goes back to watching its ConfigMap instead of looking every 2 s.
+    expect(await a.tick()).toBe('idle');
   });
 
   it('keeps the exit status on the node while its write is refused (the caller wrote meanwhile), and publishes it at the next look', async () => {
@@ -145,5 +151,28 @@ describe("a node's agent", () => {
     expect(refused.seen().output).toBe(`node-maint agent: could not start the run on ${NODE}: Failed to start transient service unit: Access denied; nothing was started\n`);
     expect(refused.calls).toContain('forget r1');
     expect([...bad.calls, ...refused.calls].filter((c) => c.startsWith('start'))).toEqual([]);
+  });
+});
+
+describe("the runs' output the agent keeps on its node", () => {
+  it('is the last 20 runs: older runs lose both their files, newer ones keep them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-runs-'));
+    try {
+      for (let i = 0; i < 23; i++) {
+        for (const ext of ['log', 'out']) {
+          writeFileSync(join(dir, `run${i}.${ext}`), 'x');
+          utimesSync(join(dir, `run${i}.${ext}`), 1_000 + i, 1_000 + i);
+        }
+      }
+      await pruneRuns(dir, 20);
+      const left = readdirSync(dir);
+      expect(left).toHaveLength(40);
+      expect(left).not.toContain('run0.log');
+      expect(left).not.toContain('run2.out');
+      expect(left).toContain('run3.out');
+      expect(left).toContain('run22.log');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

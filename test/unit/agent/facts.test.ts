@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { parseFacts } from '../../../src/agent/facts.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastAuditScript, parseFacts, parseLastAudit } from '../../../src/agent/facts.js';
 import { agentRunArgs } from '../../../src/fleet/through-agent.js';
-import { observedFromFacts } from '../../../src/fleet/observe.js';
+import { describeLastAudit, observedFromFacts, summarizeLastAudits } from '../../../src/fleet/observe.js';
+import { auditMetrics } from '../../../src/metrics/audit.js';
+import type { AuditReport } from '../../../src/leaks/types.js';
 import type { NodeUpgradeInputs } from '../../../src/fleet/apply.js';
 
 // What a containerd node of the bed prints for the facts script (dpkg-query, apt-cache madison, the sentinel).
@@ -42,6 +48,42 @@ describe("a node's facts, as its agent publishes them", () => {
     expect(observedFromFacts('n1', undefined, targets, false)).toMatch(/^no facts from a node-maint agent on it/);
     expect(observedFromFacts('n1', facts, targets, false, at.getTime() + 20 * 60_000)).toBe("its agent's facts are 20 min old (from 2026-11-29T04:00:00.000Z; an agent publishes every 5 min: is it running?)");
     expect(observedFromFacts('n1', facts, { 'containerd.io': '1.7' }, false, at.getTime())).toBe('its agent does not report containerd.io (it reports containerd, docker.io, runc: NODE_MAINT_PACKAGES in its DaemonSet)');
+  });
+});
+
+describe("the last audit's verdict among a node's facts", () => {
+  const report = (verdict: AuditReport['verdict'], classes: string[]): AuditReport =>
+    ({ node: 'n1', takenAt: 0, verdict, unverifiable: [], findings: classes.map((c) => ({ class: c, severity: 'leak', message: c, evidence: {} })), clusterFindings: [], ipamScope: 'node', leftAlone: [], ranges: [], counts: { reservations: 0, cacheEntries: 0, checkpoints: 0, sandboxes: 0, notReadySandboxes: 0, pods: 0 } }) as AuditReport;
+  /** The facts script's audit part, run by sh on a textfile written as a run writes it (auditMetrics). */
+  const readBack = async (r: AuditReport | undefined) => {
+    const dir = mkdtempSync(join(tmpdir(), 'facts-'));
+    try {
+      const file = join(dir, 'node_maint_audit.prom');
+      if (r) {
+        writeFileSync(file, await auditMetrics(r));
+        utimesSync(file, new Date('2026-11-29T05:00:00Z'), new Date('2026-11-29T05:00:00Z'));
+      }
+      return parseLastAudit(execFileSync('sh', ['-c', lastAuditScript(file)], { encoding: 'utf8' }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("is read from the textfile the agent's runs write: verdict, findings of every class, the file's time", async () => {
+    expect(await readBack(report('leaks', ['ip-reservation-leaked', 'ip-reservation-leaked', 'stuck-terminating']))).toEqual({ verdict: 'leaks', findings: 3, at: '2026-11-29T05:00:00.000Z' });
+    expect(await readBack(report('clean', []))).toEqual({ verdict: 'clean', findings: 0, at: '2026-11-29T05:00:00.000Z' });
+    expect(await readBack(undefined)).toBeUndefined();
+    expect(parseLastAudit('1795928400\nnot a gauge\n')).toBeUndefined();
+  });
+
+  it('goes with the facts to the preview: each node says it, and one line names the nodes whose audit was not clean', () => {
+    const facts = parseFacts('n1', ['containerd'], `${OUT}\n@@node-maint-audit\n1795928400\nnode_maint_audit_verdict{node="n1",verdict="unverifiable"} 1\n`, new Date('2026-11-29T05:00:00Z'));
+    expect(facts.lastAudit).toEqual({ verdict: 'unverifiable', findings: 0, at: '2026-11-29T05:00:00.000Z' });
+    expect(describeLastAudit(undefined)).toBe('none by its agent yet');
+    const seen = observedFromFacts('n1', facts, { containerd: '2' }, false, Date.parse(facts.at));
+    expect(typeof seen === 'object' && describeLastAudit(seen.lastAudit)).toBe('could not verify (2026-11-29T05:00:00.000Z)');
+    const clean = { verdict: 'clean' as const, findings: 0, at: 'T' };
+    expect(summarizeLastAudits([['a', clean], ['b', { verdict: 'leaks', findings: 2, at: 'T' }], ['c', undefined], ['d', clean]])).toBe('the last audits their agents ran: 2 clean, 1 with findings (b), 0 could not verify, 1 none yet (c)');
   });
 });
 
