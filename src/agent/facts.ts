@@ -4,8 +4,8 @@ import { listAll } from '../cluster/list.js';
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { AGENT_NAMESPACE } from './protocol.js';
-import { AUDIT_TEXTFILE } from '../metrics/textfile.js';
-import { command } from '../node/transport/index.js';
+import { AUDIT_TEXTFILE } from '../metrics/textfile-dir.js';
+import { command } from '../node/transport/quote.js';
 import type { AuditVerdict } from '../leaks/types.js';
 
 // What a node's agent tells about its node, with no session to it: the installed and offered versions of the runtime

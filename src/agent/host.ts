@@ -67,11 +67,6 @@ export async function forgetKubeconfig(id: string): Promise<void> {
   await rm(kubeconfigFile(id), { force: true });
 }
 
-/**
- * The run as a transient unit of the host's systemd: its own Node.js through its own loader (the host needs none),
- * its output appended to a file on the host, its exit status kept after it ends (RemainAfterExit) until the agent has
- * published it and removes the unit.
- */
 /** The output of the node's last `keep` runs is kept (their .log and .out), older runs' goes: a node runs for years. */
 export async function pruneRuns(dir = join(HOST_DIR, 'runs'), keep = 20): Promise<void> {
   const newest = new Map<string, number>(); // a run's id -> the time of its newest file
@@ -84,6 +79,11 @@ export async function pruneRuns(dir = join(HOST_DIR, 'runs'), keep = 20): Promis
   await Promise.all(old.flatMap((id) => ['log', 'out'].map((ext) => rm(join(dir, `${id}.${ext}`), { force: true }))));
 }
 
+/**
+ * The run as a transient unit of the host's systemd: its own Node.js through its own loader (the host needs none),
+ * its output appended to a file on the host, its exit status kept after it ends (RemainAfterExit) until the agent has
+ * published it and removes the unit.
+ */
 export async function startUnit(unit: string, runtime: string, command: string, args: string[], id: string): Promise<void> {
   await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
   await pruneRuns();

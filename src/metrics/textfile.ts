@@ -6,13 +6,12 @@ import { run, type Transport } from '../node/transport/types.js';
 import type { RunReport } from '../runbook/report.js';
 import { auditMetrics } from './audit.js';
 import { runMetrics } from './run.js';
-import { isTextfileDir } from './textfile-dir.js';
+import { AUDIT_TEXTFILE, isTextfileDir, RUN_TEXTFILE } from './textfile-dir.js';
 import { mustHurry } from '../stop.js';
 
 // Files for node-exporter's textfile collector on the node (Debian: /var/lib/prometheus/node-exporter): written
 // whole and renamed into place, so a scrape never reads half a file.
-export const AUDIT_TEXTFILE = 'node_maint_audit.prom';
-export const RUN_TEXTFILE = 'node_maint_run.prom';
+export { AUDIT_TEXTFILE, RUN_TEXTFILE };
 
 export function validateTextfileDir(dir: string, flag = '--textfile-dir'): string {
   if (!isTextfileDir(dir)) throw usageError(`invalid ${flag} ${JSON.stringify(dir)}: expected an absolute path of letters, digits, '.', '_', '-' and '/'`);
