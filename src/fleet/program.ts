@@ -61,13 +61,31 @@ function connectionFor(config: FleetConfig, node: Node): NodeConnection {
   };
 }
 
-/** What each node has and is offered, read-only, a few nodes at a time; why, where the node cannot be read. */
-async function observeAll(cluster: Cluster, config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<Array<ObservedNode | string>> {
-  // Through the agents: what each one published, in one list, and no session to any node.
-  if (config.access === 'agent') {
-    const facts = await readAllFacts(cluster);
-    return nodes.map((n) => observedFromFacts(n.metadata.name, facts.get(n.metadata.name), config.targets, config.reboot.policy === 'if-required'));
+/** How long `pulumi up` waits for the first facts of agents the stack makes (their image pulled, their first read). */
+const AGENT_FACTS_WAIT_MS = 180_000;
+
+/**
+ * Through the agents: what each one published, in one list, and no session to any node. Agents this stack makes (agent)
+ * may not have published yet: `up` waits for them; a preview names those nodes as not observed yet (`awaiting`), and
+ * plans them as changes, never as unchanged.
+ */
+async function observeThroughAgents(cluster: Cluster, config: FleetConfig, nodes: Node[]): Promise<{ observed: Array<ObservedNode | string>; awaiting: Set<string> }> {
+  let facts = await readAllFacts(cluster);
+  const silent = () => nodes.map((n) => n.metadata.name).filter((n) => !facts.has(n));
+  if (config.agent && !pulumi.runtime.isDryRun() && silent().length > 0) {
+    pulumi.log.info(`waiting up to ${AGENT_FACTS_WAIT_MS / 1000}s for the first facts of the agents this stack makes on ${silent().length} node(s)`);
+    for (const deadline = Date.now() + AGENT_FACTS_WAIT_MS; silent().length > 0 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 5_000));
+      facts = await readAllFacts(cluster);
+    }
   }
+  const awaiting = new Set(config.agent && pulumi.runtime.isDryRun() ? silent() : []);
+  return { observed: nodes.map((n) => observedFromFacts(n.metadata.name, facts.get(n.metadata.name), config.targets, config.reboot.policy === 'if-required')), awaiting };
+}
+
+/** What each node has and is offered, read-only, a few nodes at a time; why, where the node cannot be read. */
+async function observeAll(cluster: Cluster, config: FleetConfig, nodes: Node[], connections: NodeConnection[]): Promise<{ observed: Array<ObservedNode | string>; awaiting: Set<string> }> {
+  if (config.access === 'agent') return observeThroughAgents(cluster, config, nodes);
   const out: Array<ObservedNode | string> = new Array(nodes.length);
   let next = 0;
   const worker = async () => {
@@ -80,7 +98,7 @@ async function observeAll(cluster: Cluster, config: FleetConfig, nodes: Node[], 
     }
   };
   await Promise.all(Array.from({ length: Math.min(16, nodes.length) }, worker));
-  return out;
+  return { observed: out, awaiting: new Set() };
 }
 
 /** Whether the stack holds a config key as a secret, as the SDK itself tells (runtime/config.js isConfigSecret reads
@@ -195,11 +213,17 @@ async function planFleet() {
   const cluster = await Cluster.connect({ kubeconfig: config.kubeconfig, context: config.context });
   const nodes = await resolveNodes(cluster, config);
   const connections = nodes.map((n) => connectionFor(config, n));
-  const observed = await observeAll(cluster, config, nodes, connections);
+  // @pulumi/kubernetes (and its plugin) only for a stack that makes the RBAC or the agent. The agent first: its
+  // agents' facts are what the nodes are observed by.
+  const kubernetes = config.createRbac || config.agent ? await import('./rbac.js') : undefined;
+  const agentMade = config.agent ? kubernetes!.createAgent(config, config.agent) : undefined;
+  const { observed, awaiting } = await observeAll(cluster, config, nodes, connections);
   const names = nodes.map((n) => n.metadata.name);
   const { runs: unfinished, rebooting } = await unfinishedRuns(cluster, config.leaseNamespace, names);
-  // A node whose unfinished run's reboot is under way cannot answer yet: its run reads it when it is back.
+  // A node whose unfinished run's reboot is under way cannot answer yet: its run reads it when it is back. Nor can a
+  // node whose agent this stack is about to make.
   const silentRebooting = new Set(names.filter((n, i) => rebooting.has(n) && typeof observed[i] === 'string'));
+  const notYet = new Set([...silentRebooting, ...awaiting]);
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
@@ -207,12 +231,14 @@ async function planFleet() {
   const lines = nodes.map((n, i) =>
     silentRebooting.has(n.metadata.name)
       ? `${n.metadata.name}: rebooting (${unfinished.get(n.metadata.name)}: its reboot is under way; the run reads the node once it is back)`
-      : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}${auditLine(i)}`,
+      : awaiting.has(n.metadata.name)
+        ? `${n.metadata.name}: not observed yet: this stack makes its agent (agent.image ${config.agent!.image}); \`pulumi up\` waits for its facts, and the node runs unless they show it at ${target || 'its targets'}`
+        : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}${auditLine(i)}`,
   );
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
   if (config.access === 'agent') pulumi.log.info(summarizeLastAudits(nodes.flatMap((n, i) => (typeof observed[i] === 'object' ? [[n.metadata.name, observed[i].lastAudit] as [string, ObservedNode['lastAudit']]] : []))));
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
-  await refuseUnobserved(nodes.filter((n) => !silentRebooting.has(n.metadata.name)), observed.filter((_, i) => !silentRebooting.has(names[i]!)), config, fleet);
+  await refuseUnobserved(nodes.filter((n) => !notYet.has(n.metadata.name)), observed.filter((_, i) => !notYet.has(names[i]!)), config, fleet);
   // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.
   const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets)));
   if (unavailable.length > 0) throw new ConfigError('targets', `not installable on ${unavailable.length} node(s), so no node is planned or changed: ${unavailable.join('; ')}`);
@@ -249,14 +275,13 @@ async function planFleet() {
   if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
   const timeoutMinutes = nodeTimeoutMinutes(config);
   const timeout = `${timeoutMinutes}m`;
-  // @pulumi/kubernetes (and its plugin) only for a stack that makes the RBAC. Its nodes' runbooks then hold only that:
-  // a token of its ServiceAccount, outliving the node's run.
-  const rbac = config.createRbac ? await import('./rbac.js') : undefined;
-  const runAs = rbac && { namespace: config.leaseNamespace, name: SERVICE_ACCOUNT, seconds: timeoutMinutes * 60 + 600 };
+  // A stack that makes the RBAC: its nodes' runbooks then hold only that, a token of its ServiceAccount, outliving
+  // the node's run.
+  const runAs = config.createRbac && { namespace: config.leaseNamespace, name: SERVICE_ACCOUNT, seconds: timeoutMinutes * 60 + 600 };
   const changes = new Set(changing);
   const later = laterNodes(waveNames.map((w) => w.filter((n) => changes.has(n))));
-  // The first wave waits for the least-privilege objects when the stack makes them.
-  let previous: pulumi.Resource[] = rbac ? [rbac.createRbac(config)] : [];
+  // The first wave waits for the least-privilege objects and the agent when the stack makes them.
+  let previous: pulumi.Resource[] = [...(config.createRbac ? [kubernetes!.createRbac(config)] : []), ...(agentMade ? [agentMade] : [])];
   const resources: Record<string, NodeRuntimeUpgrade> = {};
   for (const [w, wave] of waves.entries()) {
     previous = wave.map((i) => {

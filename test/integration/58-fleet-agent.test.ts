@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bed, kubectlJson, waitFor } from './bed.js';
-import { withAgent, withoutSsh } from './agent.js';
+import { bed, kubectl, kubectlJson, waitFor } from './bed.js';
+import { AGENT_TEST_LABEL, bedCluster, BED_API_ENV, loadAgentImage, removeAgent, withAgent, withoutSsh } from './agent.js';
 import { useNodes } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
@@ -45,5 +45,29 @@ describe('pulumi with access: agent', () => {
     const result = await stack.run(['preview'], { allowFailure: true });
     expect(result.code).not.toBe(0);
     expect(result.stdout + result.stderr).toContain(`cannot observe 3 of 3 node(s), so no node is planned or changed: ${FLEET[0]!.name} (no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent.yaml))`);
+  });
+
+  it('the stack makes the agent itself (agent in its config): preview names the nodes not observed yet and changes nothing; up makes it, waits for its facts, plans from them', async () => {
+    const names = FLEET.map((t) => t.name);
+    const image = await loadAgentImage(names);
+    // The objects runbooks/rbac.yaml gives (or createRbac): the runbook's account the agent's runs act as.
+    await kubectl('apply', '-f', 'runbooks/rbac.yaml');
+    // As the bed's own tests make it (test/integration/agent.ts), so that a test beside this one sees the same DaemonSet.
+    await stack.set('agent', JSON.stringify({ image, imagePullPolicy: 'Never', nodeSelector: { [AGENT_TEST_LABEL]: 'on' }, env: BED_API_ENV }));
+    try {
+      await withoutSsh(FLEET, async () => {
+        const preview = (await stack.run(['preview'])).stdout;
+        for (const t of FLEET) expect(preview).toContain(`${t.name}: not observed yet: this stack makes its agent (agent.image ${image}); \`pulumi up\` waits for its facts`);
+        for (const t of FLEET) await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-facts-${t.name}`)).rejects.toThrow(/NotFound/);
+        for (const t of FLEET) await kubectl('label', 'node', t.name, `${AGENT_TEST_LABEL}=on`, '--overwrite');
+        const up = await stack.run(['up', '--yes']);
+        // Planned from the facts of the agents it made (the wait for them is said only when none had published yet).
+        for (const t of FLEET) expect(up.stdout).toContain(`${t.name}: containerd ${bed().containerd.new} -> containerd ${bed().containerd.new}; last audit:`);
+        const managers = (await kubectlJson('get', 'daemonset', '-n', 'node-maint', 'node-maint-agent')).metadata.managedFields.map((f: any) => f.manager);
+        expect(managers.some((m: string) => m.startsWith('pulumi'))).toBe(true);
+      });
+    } finally {
+      await removeAgent(bedCluster(FLEET), names);
+    }
   });
 });

@@ -9,7 +9,11 @@ import type { TestNode } from './pool.js';
 // The node-maint agent on leased pool nodes or kind's: its image built from dist/ and loaded on the nodes, the shipped
 // DaemonSet (runbooks/agent.yaml) with that image, scheduled only on nodes a test labels.
 const exec = promisify(execFile);
-const LABEL = 'node-maint.io/agent-test';
+/** The label that puts the tests' agent on a node. */
+export const AGENT_TEST_LABEL = 'node-maint.io/agent-test';
+const LABEL = AGENT_TEST_LABEL;
+/** No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does. */
+export const BED_API_ENV = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443' };
 const selector = 'app.kubernetes.io/name=node-maint-agent';
 
 /** The cluster an agent runs in: the bed's (its nodes reach the API on their own forward), or kind's (a real Service). */
@@ -20,7 +24,7 @@ export interface AgentCluster {
   apiOnNode?: boolean;
 }
 
-const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiOnNode: true });
+export const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiOnNode: true });
 
 /** The shipped manifest as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
 export function manifest(image: string, { label = LABEL, apiOnNode = true } = {}): any[] {
@@ -31,14 +35,19 @@ export function manifest(image: string, { label = LABEL, apiOnNode = true } = {}
     pod.nodeSelector = { [label]: 'on' };
     const [c] = pod.containers;
     Object.assign(c, { image, imagePullPolicy: 'Never' });
-    // No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does.
-    if (apiOnNode) c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' }, { name: 'KUBERNETES_SERVICE_PORT', value: '6443' });
+    if (apiOnNode) c.env.push(...Object.entries(BED_API_ENV).map(([name, value]) => ({ name, value })));
   }
   return docs;
 }
 
 export const agentPods = async (node: string, run: (...args: string[]) => Promise<string> = kubectl) =>
   JSON.parse(await run('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`, '-o', 'json')).items as any[];
+
+/** The agent's image built from dist/ and loaded into the nodes' runtimes; its tag. */
+export async function loadAgentImage(names: string[]): Promise<string> {
+  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', ...names]);
+  return stdout.trim().split('\n').at(-1)!;
+}
 
 /** Runs `fn` with the agent Ready on the bed's nodes; the agent, its requests, facts and files gone from them after. */
 export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<void>): Promise<void> {
@@ -48,8 +57,7 @@ export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<
 
 /** Runs `fn` with the agent Ready on the cluster's named nodes (the image loaded into their runtimes), and none of it after. */
 export async function withAgentOn(cluster: AgentCluster, names: string[], fn: () => Promise<void>): Promise<void> {
-  const { stdout } = await exec('bash', ['testbed/ctl', 'agent-image', ...names]);
-  const image = stdout.trim().split('\n').at(-1)!;
+  const image = await loadAgentImage(names);
   await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
   await applyObjects(manifest(image, { apiOnNode: cluster.apiOnNode === true }), cluster.kubectl);
   for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}=on`, '--overwrite');
@@ -59,13 +67,18 @@ export async function withAgentOn(cluster: AgentCluster, names: string[], fn: ()
     }
     await fn();
   } finally {
-    for (const n of names) {
-      await cluster.kubectl('label', 'node', n, `${LABEL}-`);
-      await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
-      await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${n}`, `node-maint-facts-${n}`, '--ignore-not-found');
-      // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
-      await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');
-    }
+    await removeAgent(cluster, names);
+  }
+}
+
+/** The agent gone from the nodes (their label taken off), with its requests, facts and files. */
+export async function removeAgent(cluster: AgentCluster, names: string[]): Promise<void> {
+  for (const n of names) {
+    await cluster.kubectl('label', 'node', n, `${LABEL}-`);
+    await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
+    await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${n}`, `node-maint-facts-${n}`, '--ignore-not-found');
+    // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
+    await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');
   }
 }
 

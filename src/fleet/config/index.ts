@@ -8,6 +8,7 @@ import { BLOCKING_POD_SCOPES, type BlockingPods } from '../blocking-pods.js';
 import { gates, hooks, metrics, webhook, type Gates, type MetricsConfig } from './operations.js';
 import { fleetOrder, maintenanceWindow, undrainable } from './schedule.js';
 import { CONFIG_NAMESPACE, closest, ConfigError, isRecord, only, parseValue, stringMap } from './values.js';
+import { agentConfig, type AgentConfig } from './agent.js';
 
 export { CONFIG_NAMESPACE, ConfigError } from './values.js';
 export type { AlertGate, Gates, MetricsConfig } from './operations.js';
@@ -30,6 +31,8 @@ export interface FleetConfig {
   context?: string;
   /** How each node is reached: ssh (with dockerExec for kind's nodes), or its node-maint agent (runbooks/agent.yaml). */
   access: 'ssh' | 'agent';
+  /** With access: agent, the stack makes the agent itself (runbooks/agent.yaml) before any node is observed. */
+  agent?: AgentConfig;
   ssh: { user: string; port: number; knownHosts?: string; bastion?: string; hosts: Record<string, string> };
   /** Private key content; a Pulumi secret. */
   sshKey?: string;
@@ -58,7 +61,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'access', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'access', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook', 'agent'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -164,6 +167,7 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
   const access = accessConfig(get('access'), { hooks: get('hooks'), rebootSentinelCommand: get('rebootSentinelCommand'), rebootCommand: get('rebootCommand'), metrics: get('metrics'), dockerExec: get('dockerExec') });
   return {
     access,
+    agent: agentConfig(get('agent'), access),
     nodes: nodes as string[] | undefined,
     nodeSelector: nodeSelector as string | undefined,
     targets,

@@ -53,6 +53,11 @@ describe('fleet stack config', () => {
     [{ 'node-maint:access': '"agent"', 'node-maint:hooks': '{"beforeDrain":"echo hi"}' }, /node-maint:hooks: does not go with access: agent \(a hook is a command; the agent runs only the runbook\)/],
     [{ 'node-maint:access': '"agent"', 'node-maint:reboot': '"always"', 'node-maint:rebootCommand': '"reboot -f"' }, /node-maint:rebootCommand: does not go with access: agent/],
     [{ 'node-maint:access': '"agent"', 'node-maint:metrics': '{"textfileDir":"/var/lib/node-exporter"}' }, /node-maint:metrics: does not go with access: agent \(a folder written as root/],
+    [{ 'node-maint:agent': '{"image":"node-maint/agent:1"}' }, /node-maint:agent: is read only with access: agent/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:agent': '{"image":"agent; rm -rf /"}' }, /node-maint:agent.image: must be an image reference/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:agent': '{"image":"a:1","imagePullPolicy":"Sometimes"}' }, /node-maint:agent.imagePullPolicy: must be Always, IfNotPresent, Never/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:agent': '{"image":"a:1","env":{"NODE_NAME":"x"}}' }, /node-maint:agent.env: "NODE_NAME" is not a variable the stack may set/],
+    [{ 'node-maint:access': '"agent"', 'node-maint:agent': '{"image":"a:1","nodeSelecter":{}}' }, /node-maint:agent.nodeSelecter: unknown setting \(did you mean agent.nodeSelector\?\)/],
   ])('names the key of a bad setting: %j', (override, message) => {
     expect(() => parseFleetConfig({ ...base, ...override }, SECRET)).toThrow(message);
   });
