@@ -47,7 +47,7 @@ export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<n
   const withdrawn = x?.stop !== undefined && !x.unit;
   if (x?.request && x.exit === undefined && !withdrawn) {
     say(`attaching to the run already under way on ${v.node} through its agent (${x.request.command} ${x.request.args.join(' ')}, asked by ${x.request.by} at ${x.request.at})${same ? '' : ': not the command given now, which does not start'}`);
-  } else if (x?.request && same && !x.delivered) {
+  } else if (x?.request && same && !x.delivered && !withdrawn) {
     say(`the run this command started on ${v.node} at ${x.request.at} ended while no caller followed it: its output and report follow`);
   } else {
     await requireReadyAgent(cluster, v.node);

@@ -7,7 +7,7 @@ import type { AgentConfig } from './config/agent.js';
 
 interface AgentObject {
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
   subjects?: Array<{ namespace?: string }>;
   spec?: { template: { spec: { nodeSelector?: Record<string, string>; containers: Array<{ image: string; imagePullPolicy: string; env: Array<{ name: string; value?: string }> }> } } };
 }
@@ -16,6 +16,8 @@ interface AgentObject {
 export function agentObjects(agent: AgentConfig, leaseNamespace: string): AgentObject[] {
   const objects = loadAll(readFileSync(new URL('../../runbooks/agent.yaml', import.meta.url), 'utf8')) as AgentObject[];
   for (const o of objects) {
+    // An agent applied before with kubectl (the README's way) is taken over, not a field conflict that stops the fleet.
+    o.metadata.annotations = { ...o.metadata.annotations, 'pulumi.com/patchForce': 'true' };
     // The token Role and its binding sit where the runbook's account is.
     if (o.metadata.namespace === 'kube-system') o.metadata.namespace = leaseNamespace;
     if (o.kind !== 'DaemonSet') continue;

@@ -208,7 +208,9 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     const worker = kind().workers[0]!;
     await resetWorker(worker);
     const through = ['--via', 'agent', '--output', 'json', '--kubeconfig', kind().kubeconfig];
-    await withAgentOn({ kubectl: kindKubectl, sh: onNode }, [worker], async () => {
+    // No kube-proxy in the bed's kind either: the agent is told the control plane's own address.
+    const api = (await kindKubectl('get', 'node', kind().controlPlane, '-o', 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')).trim();
+    await withAgentOn({ kubectl: kindKubectl, sh: onNode, apiEnv: { KUBERNETES_SERVICE_HOST: api, KUBERNETES_SERVICE_PORT: '6443' } }, [worker], async () => {
       const audit = await auditNode([worker, ...through]);
       expect(audit.code, audit.stderr).toBe(0);
       expect(JSON.parse(audit.stdout)).toMatchObject({ node: worker, verdict: 'clean' });

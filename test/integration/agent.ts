@@ -12,7 +12,8 @@ const exec = promisify(execFile);
 /** The label that puts the tests' agent on a node. */
 export const AGENT_TEST_LABEL = 'node-maint.io/agent-test';
 const LABEL = AGENT_TEST_LABEL;
-/** No kube-proxy on the bed: the Service address kubelet gives pods leads nowhere; the node's own forward does. */
+/** No kube-proxy on the bed (nor in its kind): the Service address kubelet gives pods leads nowhere; on the bed's pool
+ * the node's own forward to the API does. */
 export const BED_API_ENV = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443' };
 const selector = 'app.kubernetes.io/name=node-maint-agent';
 
@@ -20,14 +21,14 @@ const selector = 'app.kubernetes.io/name=node-maint-agent';
 export interface AgentCluster {
   kubectl: (...args: string[]) => Promise<string>;
   sh: (node: string, script: string) => Promise<string>;
-  /** No kube-proxy: the agent is told the API's address on the node. */
-  apiOnNode?: boolean;
+  /** No kube-proxy serves the Service: the agent is told where the API is (KUBERNETES_SERVICE_HOST and _PORT). */
+  apiEnv: Record<string, string>;
 }
 
-export const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiOnNode: true });
+export const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiEnv: BED_API_ENV });
 
 /** The shipped manifest as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
-export function manifest(image: string, { label = LABEL, apiOnNode = true } = {}): any[] {
+export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }: { label?: string; apiEnv?: Record<string, string> } = {}): any[] {
   const docs = loadAll(readFileSync('runbooks/agent.yaml', 'utf8')) as any[];
   for (const d of docs) {
     if (d.kind !== 'DaemonSet') continue;
@@ -35,7 +36,7 @@ export function manifest(image: string, { label = LABEL, apiOnNode = true } = {}
     pod.nodeSelector = { [label]: 'on' };
     const [c] = pod.containers;
     Object.assign(c, { image, imagePullPolicy: 'Never' });
-    if (apiOnNode) c.env.push(...Object.entries(BED_API_ENV).map(([name, value]) => ({ name, value })));
+    c.env.push(...Object.entries(apiEnv).map(([name, value]) => ({ name, value })));
   }
   return docs;
 }
@@ -59,7 +60,7 @@ export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<
 export async function withAgentOn(cluster: AgentCluster, names: string[], fn: () => Promise<void>): Promise<void> {
   const image = await loadAgentImage(names);
   await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
-  await applyObjects(manifest(image, { apiOnNode: cluster.apiOnNode === true }), cluster.kubectl);
+  await applyObjects(manifest(image, { apiEnv: cluster.apiEnv }), cluster.kubectl);
   for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}=on`, '--overwrite');
   try {
     for (const n of names) {
