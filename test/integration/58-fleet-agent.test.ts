@@ -63,7 +63,7 @@ describe('pulumi with access: agent', () => {
         const up = await stack.run(['up', '--yes']);
         // Planned from the facts of the agents it made (the wait for them is said only when none had published yet).
         for (const t of FLEET) expect(up.stdout).toContain(`${t.name}: containerd ${bed().containerd.new} -> containerd ${bed().containerd.new}; last audit:`);
-        const managers = (await kubectlJson('get', 'daemonset', '-n', 'node-maint', 'node-maint-agent')).metadata.managedFields.map((f: any) => f.manager);
+        const managers = JSON.parse(await kubectl('get', 'daemonset', '-n', 'node-maint', 'node-maint-agent', '-o', 'json', '--show-managed-fields')).metadata.managedFields.map((f: any) => f.manager);
         expect(managers.some((m: string) => m.startsWith('pulumi'))).toBe(true);
       });
     } finally {
