@@ -8,6 +8,7 @@ import { LEASE_PREFIX, leasePath } from '../cluster/lease.js';
 import type { Lease, Node, Pod } from '../cluster/types.js';
 import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journal.js';
 import { RunbookError } from '../errors.js';
+import { waitUntil, WaitTimedOut } from '../wait.js';
 import type { NodeConnection } from './apply.js';
 import { describeLastAudit, notOffered, observedFromFacts, observeNode, summarizeLastAudits, type ObservedNode } from './observe.js';
 import { readAllFacts } from '../agent/facts.js';
@@ -74,10 +75,14 @@ async function observeThroughAgents(cluster: Cluster, config: FleetConfig, nodes
   const silent = () => nodes.map((n) => n.metadata.name).filter((n) => !facts.has(n));
   if (config.agent && !pulumi.runtime.isDryRun() && silent().length > 0) {
     pulumi.log.info(`waiting up to ${AGENT_FACTS_WAIT_MS / 1000}s for the first facts of the agents this stack makes on ${silent().length} node(s)`);
-    for (const deadline = Date.now() + AGENT_FACTS_WAIT_MS; silent().length > 0 && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 5_000));
+    const published = async () => {
       facts = await readAllFacts(cluster);
-    }
+      return silent().length === 0 || `${silent().length} node(s) without facts yet`;
+    };
+    // Past the wait, the nodes still silent are refused below, by name.
+    await waitUntil('the agents\' first facts', published, { timeoutMs: AGENT_FACTS_WAIT_MS, intervalMs: 5_000, onChange: (seen) => pulumi.log.info(seen) }).catch((e: unknown) => {
+      if (!(e instanceof WaitTimedOut)) throw e;
+    });
   }
   const awaiting = new Set(config.agent && pulumi.runtime.isDryRun() ? silent() : []);
   return { observed: nodes.map((n) => observedFromFacts(n.metadata.name, facts.get(n.metadata.name), config.targets, config.reboot.policy === 'if-required')), awaiting };
