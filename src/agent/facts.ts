@@ -4,7 +4,6 @@ import { listAll } from '../cluster/list.js';
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { AGENT_NAMESPACE } from './protocol.js';
-import { AUDIT_TEXTFILE } from '../metrics/textfile-dir.js';
 import { command } from '../node/transport/quote.js';
 import type { AuditVerdict } from '../leaks/types.js';
 
@@ -45,15 +44,12 @@ const SPLIT = '@@node-maint-offered';
 const REBOOT_SPLIT = '@@node-maint-reboot';
 const AUDIT_SPLIT = '@@node-maint-audit';
 
-/** Where the agent's runs write their metrics (--textfile-dir, the agent's choice, never a request's). */
-export const AGENT_TEXTFILE_DIR = '/var/lib/node-maint/agent/metrics';
-const auditFile = `${AGENT_TEXTFILE_DIR}/${AUDIT_TEXTFILE}`;
-
 /** The audit textfile's time and its verdict and findings gauges; nothing when there is none. */
-export const lastAuditScript = (file = auditFile) => `if [ -f ${command(file)} ]; then stat -c %Y ${command(file)}; grep -E '^node_maint_audit_(verdict|findings)[{]' ${command(file)}; fi; true`;
+export const lastAuditScript = (file: string) => `if [ -f ${command(file)} ]; then stat -c %Y ${command(file)}; grep -E '^node_maint_audit_(verdict|findings)[{]' ${command(file)}; fi; true`;
 
-export function factsScript(packages: string[]): string {
-  return [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, availableVersionsScript(packages), 'true', `echo ${REBOOT_SPLIT}`, rebootRequiredScript(), `echo ${AUDIT_SPLIT}`, lastAuditScript()].join('\n');
+/** The facts' one read of the node; `auditFile`: the audit textfile its agent's runs write. */
+export function factsScript(packages: string[], auditFile: string): string {
+  return [`{ ${installedScript(packages)}; } || true`, `echo ${SPLIT}`, availableVersionsScript(packages), 'true', `echo ${REBOOT_SPLIT}`, rebootRequiredScript(), `echo ${AUDIT_SPLIT}`, lastAuditScript(auditFile)].join('\n');
 }
 
 /** The last audit from its textfile's time and gauges (metrics/audit.ts); undefined when there is none or it is unreadable. */

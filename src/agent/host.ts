@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { RunbookError } from '../errors.js';
 import { BOOT_IDENTITY_SCRIPT, parseBootIdentity } from '../node/reboot.js';
-import { AGENT_TEXTFILE_DIR } from './facts.js';
+import { AUDIT_TEXTFILE } from '../metrics/textfile-dir.js';
 
 // What the agent does on its node's host, and nothing more: its pod shares the host's PID namespace, so PID 1 is the
 // host's systemd; `nsenter` into PID 1's mount namespace reaches `systemd-run` and `systemctl` there, and the run
@@ -14,6 +14,10 @@ const exec = promisify(execFile);
 
 /** Where the agent leaves, on the host, the runtime its runs execute (one folder per image) and their output. */
 export const HOST_DIR = '/var/lib/node-maint/agent';
+/** Where the agent's runs write their metrics (--textfile-dir, the agent's choice, never a request's). */
+export const TEXTFILE_DIR = join(HOST_DIR, 'metrics');
+/** The last run's audit there: its verdict goes into the node's facts. */
+export const AUDIT_FILE = join(TEXTFILE_DIR, AUDIT_TEXTFILE);
 /** Where a run's credentials go on the host: tmpfs, root only, gone at the next boot (a new boot gets new ones). */
 export const HOST_SECRETS_DIR = '/run/node-maint/agent';
 /** The image's own Node.js, its libraries and the bundled CLI (testbed/lib/agent.sh builds it). */
@@ -95,7 +99,7 @@ export async function startUnit(unit: string, runtime: string, command: string, 
     '--property=TimeoutStopSec=30',
     join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'),
     // Its audit's metrics where the agent reads the last audit's verdict for the node's facts.
-    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id), '--textfile-dir', AGENT_TEXTFILE_DIR,
+    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id), '--textfile-dir', TEXTFILE_DIR,
   ]);
 }
 

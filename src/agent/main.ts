@@ -3,7 +3,7 @@ import { messageOf } from '../errors.js';
 import { validateLeaseNamespace, validateNodeName } from '../runbook/options.js';
 import { agentTick } from './agent.js';
 import { DEFAULT_FACT_PACKAGES, factsScript, parseFacts, publishFacts } from './facts.js';
-import { readOnHost } from './host.js';
+import { AUDIT_FILE, readOnHost } from './host.js';
 import { AGENT_NAMESPACE, agentConfigMapName, readExchange } from './protocol.js';
 
 // The agent's pod: its node from the downward API (NODE_NAME), the cluster from its ServiceAccount, a look at its
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   log(`agent for ${node}: requests in ${AGENT_NAMESPACE}/node-maint-agent-${node}, runs as ${runAsNamespace}/${runAs}`);
   const setup = { cluster, node, namespace: AGENT_NAMESPACE, log, credentials: () => cluster.serviceAccountKubeconfig(runAsNamespace, runAs, TOKEN_SECONDS) };
   const packages = (process.env.NODE_MAINT_PACKAGES ?? DEFAULT_FACT_PACKAGES.join(',')).split(',').filter(Boolean);
-  const facts = async () => publishFacts(cluster, parseFacts(node, packages, await readOnHost(factsScript(packages)))).catch((e: unknown) => log(`could not publish the node's facts: ${messageOf(e)}`));
+  const facts = async () => publishFacts(cluster, parseFacts(node, packages, await readOnHost(factsScript(packages, AUDIT_FILE)))).catch((e: unknown) => log(`could not publish the node's facts: ${messageOf(e)}`));
   let factsAt = 0;
   for (;;) {
     const look = await agentTick(setup).catch((e: unknown) => void log(`could not look at the request: ${messageOf(e)}`));
