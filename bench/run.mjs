@@ -3,3 +3,4 @@ await import('./audit-node.mjs');
 await import('./fleet-preview.mjs');
 await import('./drain.mjs');
 await import('./scale.mjs');
+await import('./agents-idle.mjs');

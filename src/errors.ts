@@ -20,6 +20,7 @@ export const ExitCode = {
   timeout: 17,
   stopped: 18,
   rebootTimeout: 19,
+  otherRun: 20,
 } as const;
 export type ExitCodeName = keyof typeof ExitCode;
 
@@ -44,6 +45,7 @@ export const EXIT_CODE_MEANINGS: Record<ExitCodeName, string> = {
   leaseLost: 'the node\'s Lease was taken by another run: this run stopped changing the node at once',
   timeout: 'a command on the node timed out (and was stopped there)',
   rebootTimeout: 'the node did not come back from the run\'s reboot within --reboot-timeout: it stays cordoned, nothing was rolled back (the node cannot be reached); once it is back, the same command finishes the run',
+  otherRun: 'through the agent: a run another command asked was under way on the node, and this caller followed it to its end; the run asked now did not start (run the same command again)',
   stopped: 'stopped by the operator (SIGINT, SIGTERM, SIGHUP; a cancelled `pulumi up`, or its `pulumi` gone) at a safe point: nothing new was started, the runtime was not left stopped by the stop, the Lease is free; the report says the node\'s state; the same command continues, --rollback undoes',
 };
 

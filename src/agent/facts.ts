@@ -1,22 +1,25 @@
-import { isNotFound, type Cluster } from '../cluster/api.js';
+import { isConflict, isNotFound, type Cluster } from '../cluster/api.js';
 import { writeConfigMap } from '../cluster/configmaps.js';
 import { listAll } from '../cluster/list.js';
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
-import { AGENT_NAMESPACE } from './protocol.js';
+import { AGENT_NAMESPACE } from './run-object.js';
 import { command } from '../node/transport/quote.js';
 import type { AuditVerdict } from '../leaks/types.js';
 
 // What a node's agent tells about its node, with no session to it: the installed and offered versions of the runtime
 // packages, and whether the node wants a reboot. A fleet's `pulumi preview` with `access: agent` reads these instead
-// of asking each node over SSH. Written by the agent at its start, every FACTS_MS, and after each run it started.
+// of asking each node over SSH. Read on the node every few minutes and written when they change (and at least hourly,
+// so their age says the agent is alive), and after each run it started: an idle fleet's facts cost the API little.
 
 export const factsConfigMapName = (node: string) => `node-maint-facts-${node}`;
 export const FACTS_LABEL = 'node-maint.io/facts';
 /** The packages an agent reports unless its DaemonSet names others (NODE_MAINT_PACKAGES). */
 export const DEFAULT_FACT_PACKAGES = ['containerd', 'containerd.io', 'docker.io', 'docker-ce', 'runc'];
+/** How often an agent writes its facts when nothing in them changed. */
+export const FACTS_REFRESH_MS = 60 * 60_000;
 /** Facts older than this are not taken: the agent is not running, or cannot read its node. */
-export const FACTS_MAX_AGE_MS = 15 * 60_000;
+export const FACTS_MAX_AGE_MS = 2 * FACTS_REFRESH_MS;
 
 export interface NodeFacts {
   node: string;
@@ -79,21 +82,39 @@ export function parseFacts(node: string, packages: string[], out: string, at = n
   };
 }
 
-/** The facts written where a fleet reads them: created the first time, replaced after. */
-export async function publishFacts(cluster: Cluster, facts: NodeFacts): Promise<void> {
+/** What two readings of the facts share when nothing on the node changed (all but when they were read). */
+export const factsKey = (facts: NodeFacts) => JSON.stringify({ ...facts, at: undefined });
+
+/**
+ * The facts written where a fleet reads them: over the version last written (`resourceVersion`, so no read first),
+ * created the first time; a version someone else moved on is read again once. The version written.
+ */
+export async function publishFacts(cluster: Cluster, facts: NodeFacts, resourceVersion?: string): Promise<string | undefined> {
   const name = factsConfigMapName(facts.node);
-  const existing = await cluster.get<{ metadata: { resourceVersion: string } }>(`/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps/${name}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
-  await writeConfigMap(cluster, AGENT_NAMESPACE, name, { facts: JSON.stringify(facts) }, { labels: { [FACTS_LABEL]: 'true', 'app.kubernetes.io/part-of': 'node-maint' }, resourceVersion: existing?.metadata.resourceVersion });
+  const path = `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps/${name}`;
+  const write = async (version: string | undefined) => {
+    const written = await writeConfigMap(cluster, AGENT_NAMESPACE, name, { facts: JSON.stringify(facts) }, { labels: { [FACTS_LABEL]: 'true', 'app.kubernetes.io/part-of': 'node-maint' }, resourceVersion: version });
+    return written?.metadata?.resourceVersion;
+  };
+  try {
+    return await write(resourceVersion);
+  } catch (e) {
+    if (!isConflict(e) && !isNotFound(e)) throw e;
+    const existing = await cluster.get<{ metadata: { resourceVersion: string } }>(path).catch((err: unknown) => (isNotFound(err) ? undefined : Promise.reject(err)));
+    return write(existing?.metadata.resourceVersion);
+  }
 }
 
-/** Every node's facts, in one list: what a fleet's preview reads instead of a session to each node. */
+/** Every node's facts, in one list, each node's from the object named for it: what a fleet's preview reads. */
 export async function readAllFacts(cluster: Cluster): Promise<Map<string, NodeFacts>> {
-  const items = await listAll<{ data?: { facts?: string } }>(cluster, `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps?labelSelector=${encodeURIComponent(`${FACTS_LABEL}=true`)}`);
+  const items = await listAll<{ metadata: { name: string }; data?: { facts?: string } }>(cluster, `/api/v1/namespaces/${AGENT_NAMESPACE}/configmaps?labelSelector=${encodeURIComponent(`${FACTS_LABEL}=true`)}`);
   const out = new Map<string, NodeFacts>();
   for (const item of items) {
+    const node = item.metadata.name.startsWith(factsConfigMapName('')) ? item.metadata.name.slice(factsConfigMapName('').length) : undefined;
     try {
       const facts = JSON.parse(item.data?.facts ?? '') as NodeFacts;
-      if (typeof facts.node === 'string') out.set(facts.node, facts);
+      // The name is what the admission policy holds an agent to: facts that claim another node are not that node's.
+      if (node && facts.node === node) out.set(node, facts);
     } catch {
       // a ConfigMap that is not the agent's: not a node's facts
     }

@@ -58,17 +58,28 @@ export async function stageRuntime(): Promise<string> {
 /** The run's stderr (its progress, published as it comes) and its stdout (its report, published when it ends). */
 export const outputFile = (id: string) => join(HOST_DIR, 'runs', `${id}.log`);
 export const reportFile = (id: string) => join(HOST_DIR, 'runs', `${id}.out`);
+/** What the run is to do, as the agent built it from the request's checked fields (the unit's command line carries none). */
+export const requestFile = (id: string) => join(HOST_DIR, 'runs', `${id}.request.json`);
 export const kubeconfigFile = (id: string) => join(HOST_SECRETS_DIR, `${id}.kubeconfig`);
+export const tokenFile = (id: string) => join(HOST_SECRETS_DIR, `${id}.token`);
 
-export async function writeKubeconfig(id: string, kubeconfig: string): Promise<string> {
+/** The run's token (renewed in place while the run goes on: its kubeconfig reads the file again) and its kubeconfig. */
+export async function writeCredentials(id: string, token: string, kubeconfig?: string): Promise<void> {
   await mkdir(HOST_SECRETS_DIR, { recursive: true, mode: 0o700 });
-  const file = kubeconfigFile(id);
-  await writeFile(file, kubeconfig, { mode: 0o600 });
-  return file;
+  // Written whole, then moved into place: the run never reads half a token.
+  await writeFile(`${tokenFile(id)}.tmp`, token, { mode: 0o600 });
+  await rename(`${tokenFile(id)}.tmp`, tokenFile(id));
+  if (kubeconfig !== undefined) await writeFile(kubeconfigFile(id), kubeconfig, { mode: 0o600 });
 }
 
-export async function forgetKubeconfig(id: string): Promise<void> {
-  await rm(kubeconfigFile(id), { force: true });
+export async function forgetCredentials(id: string): Promise<void> {
+  await Promise.all([kubeconfigFile(id), tokenFile(id)].map((f) => rm(f, { force: true })));
+}
+
+/** The run's command and arguments, for its unit to read (root only). */
+export async function writeRequest(id: string, run: { command: string; args: string[] }): Promise<void> {
+  await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
+  await writeFile(requestFile(id), JSON.stringify(run), { mode: 0o600 });
 }
 
 /** The output of the node's last `keep` runs is kept (their .log and .out), older runs' goes: a node runs for years. */
@@ -76,31 +87,63 @@ export async function pruneRuns(dir = join(HOST_DIR, 'runs'), keep = 20): Promis
   const newest = new Map<string, number>(); // a run's id -> the time of its newest file
   for (const file of await readdir(dir).catch(() => [] as string[])) {
     const at = (await stat(join(dir, file)).catch(() => undefined))?.mtimeMs ?? 0;
-    const id = file.replace(/\.(log|out)$/, '');
+    const id = file.replace(/\.(log|out|request\.json)$/, '');
     newest.set(id, Math.max(newest.get(id) ?? 0, at));
   }
   const old = [...newest].sort(([, a], [, b]) => b - a).slice(keep).map(([id]) => id);
-  await Promise.all(old.flatMap((id) => ['log', 'out'].map((ext) => rm(join(dir, `${id}.${ext}`), { force: true }))));
+  await Promise.all(old.flatMap((id) => ['log', 'out', 'request.json'].map((ext) => rm(join(dir, `${id}.${ext}`), { force: true }))));
 }
 
 /**
  * The run as a transient unit of the host's systemd: its own Node.js through its own loader (the host needs none),
- * its output appended to a file on the host, its exit status kept after it ends (RemainAfterExit) until the agent has
- * published it and removes the unit.
+ * reading what to do from its request file; its output appended to files on the host, its exit status kept after it
+ * ends (RemainAfterExit) until the agent has published it and removes the unit. Nothing a request says is on this
+ * command line (systemd expands `$` and `%` in it): the run's id is the agent's own hex.
  */
-export async function startUnit(unit: string, runtime: string, command: string, args: string[], id: string): Promise<void> {
+export async function startUnit(unit: string, runtime: string, id: string): Promise<void> {
+  if (!/^[0-9a-f]{8,40}$/.test(id)) throw new RunbookError('internal', `not a run id the agent makes: ${JSON.stringify(id)}`);
   await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
   await pruneRuns();
-  const log = outputFile(id);
   await onHost([
     'systemd-run', `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
-    `--property=StandardOutput=append:${reportFile(id)}`, `--property=StandardError=append:${log}`, '--property=KillMode=mixed', '--property=Type=exec',
+    `--property=StandardOutput=append:${reportFile(id)}`, `--property=StandardError=append:${outputFile(id)}`, '--property=Type=exec',
+    // A stop of the unit ends the run's own process only: an apt or dpkg it left going at its safe point finishes.
+    '--property=KillMode=process',
     // A shutdown (the run's own reboot) stops it like a SIGTERM: its stop is said within 30 s, not the default 90 s.
     '--property=TimeoutStopSec=30',
-    join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'),
-    // Its audit's metrics where the agent reads the last audit's verdict for the node's facts.
-    command, ...args, '--transport', 'local', '--kubeconfig', kubeconfigFile(id), '--textfile-dir', TEXTFILE_DIR,
+    join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'), id,
   ]);
+}
+
+/** The run units systemd knows on the host now (this boot's), by name. */
+export async function runUnits(): Promise<string[]> {
+  const out = await onHost(['systemctl', 'list-units', '--all', '--no-legend', '--plain', 'node-maint-run-*']);
+  return out.split('\n').map((l) => l.trim().split(/\s+/)[0]!).filter((u) => /^node-maint-run-[0-9a-f]+\.service$/.test(u)).map((u) => u.replace(/\.service$/, ''));
+}
+
+/** How many processes are left in the unit's cgroup (an apt the run left going at a stop), or undefined: none to read. */
+export async function unitProcesses(unit: string): Promise<number | undefined> {
+  const cgroup = (await onHost(['systemctl', 'show', `${unit}.service`, '--property=ControlGroup', '--value'])).trim();
+  if (!/^\/[A-Za-z0-9@._/-]*$/.test(cgroup)) return undefined;
+  // cgroup v1 (systemd's own hierarchy), hybrid, or v2.
+  const script = `for d in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do f="$d${cgroup}/cgroup.procs"; if [ -f "$f" ]; then wc -l < "$f"; exit 0; fi; done; echo none`;
+  const n = (await onHost(['sh', '-c', script])).trim();
+  return /^\d+$/.test(n) ? Number(n) : undefined;
+}
+
+/** A package's cleanly installed version on the host, or undefined (not installed, half installed). */
+export async function installedVersion(pkg: string): Promise<string | undefined> {
+  const out = await onHost(['dpkg-query', '-W', '-f=${db:Status-Abbrev}|${Version}', pkg]).catch(() => '');
+  const [status, version] = out.split('|');
+  return status?.trim() === 'ii' && version ? version : undefined;
+}
+
+/** dpkg's own order of versions: is `a` older than `b`? */
+export async function olderThan(a: string, b: string): Promise<boolean> {
+  return exec('nsenter', [...NSENTER, 'dpkg', '--compare-versions', a, 'lt', b], { timeout: 30_000 }).then(
+    () => true,
+    (e: { code?: number }) => (e.code === 1 ? false : Promise.reject(new RunbookError('preflight', `on the host: dpkg --compare-versions ${a} lt ${b} failed`, { cause: e }))),
+  );
 }
 
 export interface UnitState {

@@ -12,7 +12,7 @@ import { connectNode } from './node-access.js';
 import { auditExitCode, renderAudit } from './render-audit.js';
 import { runCommand, singleNode } from './command.js';
 import { processIo, type CliIo } from './io.js';
-import { runViaAgent, VIA_OPTION, viaAgent } from './via-agent.js';
+import { refuseNotCarried, runViaAgent, VIA_OPTION, viaAgent } from './via-agent.js';
 import { stopOnSignals } from './signals.js';
 
 export const AUDIT_HELP = `Usage: zx runbooks/audit-node.mjs NODE [--reclaim] [--cluster-wide] [--output text|json|prometheus] [--textfile-dir DIR] [options]
@@ -83,10 +83,14 @@ export async function auditNodeMain(argv: string[], io: CliIo = processIo): Prom
       const grace = flags.grace ? parseDuration(String(flags.grace), '--grace') : 120;
       const leaseNamespace = validateLeaseNamespace(String(flags['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace));
       if (viaAgent(flags.via)) {
-        if (flags.reclaim) throw new RunbookError('usage', '--reclaim does not go with --via agent yet (the agent runs as the runbook\'s ServiceAccount, which may not release IPAM records): reclaim over SSH');
+        if (flags.reclaim) throw new RunbookError('usage', '--reclaim does not go with --via agent: no request reaches a release of IPAM records (the agent\'s runs may not make one); reclaim over SSH');
+        if (format === 'prometheus') throw new RunbookError('usage', '--output prometheus does not go with --via agent: the agent\'s runs write the audit\'s gauges in /var/lib/node-maint/agent/metrics');
+        refuseNotCarried(flags);
+        const skipWait = flags['skip-wait-for-delete-timeout'] ? parseDuration(String(flags['skip-wait-for-delete-timeout']), '--skip-wait-for-delete-timeout') : 0;
+        const audit = { ...(flags['cluster-wide'] ? { clusterWide: true } : {}), ...(skipWait ? { skipWaitForDeleteTimeoutSeconds: skipWait } : {}) };
         const stopping = stopOnSignals((line) => io.stderr(`${line}\n`));
         try {
-          return await runViaAgent({ command: 'audit-node', node, leaseNamespace, argv, kubeconfig: flags.kubeconfig, context: flags.context, stop: stopping.signal, io });
+          return await runViaAgent({ spec: { nodeName: node, command: 'audit', output: json ? 'json' : 'text', audit }, kubeconfig: flags.kubeconfig, context: flags.context, stop: stopping.signal, io });
         } finally {
           stopping.dispose();
         }

@@ -17,7 +17,8 @@ import { parsePendingUpgrades, PENDING_UPGRADES_SCRIPT, pendingTargets } from '.
 import { run } from '../node/transport/index.js';
 import { progressPrinter } from '../runbook/progress.js';
 import { publishRunMetrics, validateTextfileDir } from '../metrics/textfile.js';
-import { runViaAgent, VIA_HELP, VIA_OPTION, viaAgent } from './via-agent.js';
+import { refuseNotCarried, runViaAgent, VIA_HELP, VIA_OPTION, viaAgent } from './via-agent.js';
+import { upgradeSpecOf } from '../agent/spec.js';
 
 export const UPGRADE_HELP = `Usage: zx runbooks/upgrade-node.mjs NODE [--to PACKAGE=VERSION[,PACKAGE=VERSION]] [--reboot | --reboot-if-required] [options]
 
@@ -86,7 +87,8 @@ Other:
   --allow-control-plane        maintain a control-plane node (refused otherwise)
   --allow-no-rollback          go on when the versions installed now are in neither the node's package sources nor
                                apt's cache (refused otherwise, exit 10): a failure then cannot reinstall them
-  --lease-namespace NS         (kube-system; the smoke pod runs there too)
+  --lease-namespace NS         (kube-system) where the node's Lease and journal are
+  --smoke-namespace NS         (the lease namespace) where the smoke pod runs (it meets Pod Security's restricted)
   --ready-timeout DURATION     (300s) for PodCIDR, Ready and the runtime network after kubelet starts
   --smoke-timeout DURATION     (120s) for the smoke pod to get a sandbox and an IP
   --proof ipam|network-only    (ipam) what the smoke pod must show before uncordon: its IP held by a live sandbox in
@@ -119,6 +121,7 @@ const UPGRADE_OPTIONS = {
   'skip-wait-for-delete-timeout': { type: 'string' },
   timeout: { type: 'string' },
   'lease-namespace': { type: 'string' },
+  'smoke-namespace': { type: 'string' },
   'ready-timeout': { type: 'string' },
   'budget-wait': { type: 'string' },
   'smoke-timeout': { type: 'string' },
@@ -204,6 +207,7 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
         ...parseReboot(values),
         dryRun: values['dry-run'] === true,
         leaseNamespace: String(values['lease-namespace'] ?? DEFAULT_RUN_OPTIONS.leaseNamespace),
+        ...(values['smoke-namespace'] === undefined ? {} : { smokeNamespace: String(values['smoke-namespace']) }),
         readyTimeoutSeconds: seconds('ready-timeout', DEFAULT_RUN_OPTIONS.readyTimeoutSeconds),
         budgetWaitSeconds: seconds('budget-wait', DEFAULT_RUN_OPTIONS.budgetWaitSeconds),
         smokeTimeoutSeconds: seconds('smoke-timeout', DEFAULT_RUN_OPTIONS.smokeTimeoutSeconds),
@@ -227,7 +231,11 @@ export async function upgradeNodeMain(argv: string[], io: CliIo = processIo): Pr
       };
       const pending = parsePending(values);
       const textfileDir = values['textfile-dir'] === undefined ? undefined : validateTextfileDir(String(values['textfile-dir']));
-      if (viaAgent(values.via)) return runViaAgent({ command: 'upgrade-node', node: options.node, leaseNamespace: options.leaseNamespace, argv, kubeconfig: values.kubeconfig, context: values.context, stop: stopping.signal, io });
+      if (viaAgent(values.via)) {
+        refuseNotCarried(values);
+        const spec = { nodeName: options.node, command: 'upgrade' as const, output: json ? ('json' as const) : ('text' as const), upgrade: upgradeSpecOf(options, pending) };
+        return runViaAgent({ spec, kubeconfig: values.kubeconfig, context: values.context, stop: stopping.signal, io });
+      }
       // A node silent while its unfinished run's reboot is under way is waited for by the run, not refused here.
       const rebooting = async (cluster: Cluster) => rebootInFlight(journalOf(await readLease(cluster, options.leaseNamespace, options.node)));
       const access = await connectNode(options.node, values, (line) => io.stderr(`node-maint: ${line}\n`), rebooting);

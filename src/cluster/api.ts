@@ -36,7 +36,9 @@ export class ApiError extends Error {
 }
 
 export const isNotFound = (e: unknown) => e instanceof ApiError && e.status === 404;
+/** A write over a version someone moved on, or a create of a name taken meanwhile (reason AlreadyExists). */
 export const isConflict = (e: unknown) => e instanceof ApiError && e.status === 409;
+export const isAlreadyExists = (e: unknown) => e instanceof ApiError && e.status === 409 && e.reason === 'AlreadyExists';
 export const isForbidden = (e: unknown) => e instanceof ApiError && e.status === 403;
 
 export const isThrottled = (e: unknown) => e instanceof ApiError && e.throttled;
@@ -121,24 +123,42 @@ export class Cluster {
 
   /** A kubeconfig (JSON) for this API server as the ServiceAccount, its bound token valid for `seconds`, its CA inline. */
   async serviceAccountKubeconfig(namespace: string, name: string, seconds: number): Promise<string> {
+    const { token } = await this.requestToken(namespace, name, { seconds });
+    return this.kubeconfigAs(`${namespace}:${name}`, { token });
+  }
+
+  /**
+   * A token of the ServiceAccount (TokenRequest, which these credentials must be allowed: create
+   * serviceaccounts/token), valid for `seconds` or bound to a Node (it dies with that object, and carries its name),
+   * and when it expires as the API server set it (which may cap what was asked).
+   */
+  async requestToken(namespace: string, name: string, { seconds, node }: { seconds: number; node?: string }): Promise<{ token: string; expiresAt: Date }> {
     const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`;
     const account = `the ServiceAccount ${namespace}/${name}`;
-    const answer = await this.request<{ status?: { token?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } }).catch((error: unknown) => {
+    const spec = { expirationSeconds: seconds, ...(node ? { boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: node } } : {}) };
+    const answer = await this.request<{ status?: { token?: string; expirationTimestamp?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec }).catch((error: unknown) => {
       // Refused before the runbook starts: the node is untouched, and the operator is told which right to grant.
-      if (isForbidden(error)) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}); nothing was changed`, { cause: error });
+      if (isForbidden(error)) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}${node ? `, bound to the node ${node}` : ''}): ${(error as Error).message}; nothing was changed`, { cause: error });
       if (isNotFound(error)) throw new RunbookError('preflight', `${account} does not exist (createRbac makes it with the stack's RBAC); nothing was changed`, { cause: error });
       throw error;
     });
-    if (!answer.status?.token) throw new RunbookError('usage', `the API server gave no token for ${account}`);
+    const expiresAt = new Date(answer.status?.expirationTimestamp ?? '');
+    if (!answer.status?.token || Number.isNaN(expiresAt.getTime())) throw new RunbookError('usage', `the API server gave no token (or no expiry) for ${account}`);
+    return { token: answer.status.token, expiresAt };
+  }
+
+  /** A kubeconfig (JSON) for this API server as `user`: with its token, or with a file of it read again as it changes. */
+  kubeconfigAs(user: string, credential: { token: string } | { tokenFile: string }): string {
     const server = this.kc.getCurrentCluster()!;
     // A CA given as a file (in a pod: the ServiceAccount's ca.crt) goes inline: the kubeconfig is read elsewhere.
     const caData = server.caData ?? (server.caFile ? readFileSync(server.caFile).toString('base64') : undefined);
-    const user = `${namespace}:${name}`;
+    // client-node's tokenFile provider reads the file again every minute: a token renewed there is taken up.
+    const auth = 'token' in credential ? { token: credential.token } : { 'auth-provider': { name: 'tokenFile', config: { tokenFile: credential.tokenFile } } };
     return JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: server.name, cluster: { server: server.server, 'certificate-authority-data': caData, 'tls-server-name': server.tlsServerName, 'insecure-skip-tls-verify': server.skipTLSVerify || undefined } }],
-      users: [{ name: user, user: { token: answer.status.token } }],
+      users: [{ name: user, user: auth }],
       contexts: [{ name: user, context: { cluster: server.name, user } }],
       'current-context': user,
     });

@@ -8,10 +8,10 @@ export async function writeConfigMap(
   name: string,
   data: Record<string, string>,
   options: { labels?: Record<string, string>; resourceVersion?: string } = {},
-): Promise<void> {
+): Promise<{ metadata?: { resourceVersion?: string } }> {
   const collection = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
   const metadata = { name, namespace, ...(options.labels ? { labels: options.labels } : {}), ...(options.resourceVersion ? { resourceVersion: options.resourceVersion } : {}) };
   const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata, data };
-  if (options.resourceVersion) await cluster.request('PUT', `${collection}/${encodeURIComponent(name)}`, body);
-  else await cluster.request('POST', collection, body);
+  if (options.resourceVersion) return cluster.request('PUT', `${collection}/${encodeURIComponent(name)}`, body);
+  return cluster.request('POST', collection, body);
 }

@@ -9,6 +9,8 @@ export interface Permission {
   group: string;
   resource: string;
   subresource?: string;
+  /** One object by name (a rule with resourceNames). */
+  name?: string;
   /** Namespaced permissions in one namespace; absent: cluster-wide (or all namespaces). */
   namespace?: string;
   /** Needed only by a run that changes things (not by --dry-run). */
@@ -25,10 +27,11 @@ export const CALICO_PERMISSIONS: Permission[] = [
 export const WHEREABOUTS_PERMISSIONS: Permission[] = [{ verb: 'list', group: 'whereabouts.cni.cncf.io', resource: 'ippools' }];
 
 /**
- * What an upgrade (and its rollback) asks of the API; leases, the smoke pod and its events live in `namespace`;
+ * What an upgrade (and its rollback) asks of the API; leases live in `namespace`, the smoke pod and its events in
+ * `smokeNamespace` (the same unless given);
  * Calico's and whereabouts' records where the cluster serves them.
  */
-export function upgradePermissions(namespace: string, calico: boolean, whereabouts = false): Permission[] {
+export function upgradePermissions(namespace: string, calico: boolean, whereabouts = false, smokeNamespace = namespace): Permission[] {
   return [
     ...(calico ? CALICO_PERMISSIONS : []),
     ...(whereabouts ? WHEREABOUTS_PERMISSIONS : []),
@@ -50,9 +53,9 @@ export function upgradePermissions(namespace: string, calico: boolean, whereabou
     { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace },
     { verb: 'create', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
     { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace, write: true },
-    { verb: 'create', group: '', resource: 'pods', namespace, write: true },
-    { verb: 'delete', group: '', resource: 'pods', namespace, write: true },
-    { verb: 'list', group: '', resource: 'events', namespace },
+    { verb: 'create', group: '', resource: 'pods', namespace: smokeNamespace, write: true },
+    { verb: 'delete', group: '', resource: 'pods', namespace: smokeNamespace, write: true },
+    { verb: 'list', group: '', resource: 'events', namespace: smokeNamespace },
   ];
 }
 
@@ -83,7 +86,7 @@ export function reclaimPermissions(namespace: string, calico: boolean, whereabou
 }
 
 export const describePermission = (p: Permission) =>
-  `${p.verb} ${p.resource}${p.subresource ? `/${p.subresource}` : ''}${p.group ? `.${p.group}` : ''}${p.namespace ? ` in ${p.namespace}` : ''}`;
+  `${p.verb} ${p.resource}${p.subresource ? `/${p.subresource}` : ''}${p.group ? `.${p.group}` : ''}${p.name ? ` ${p.name}` : ''}${p.namespace ? ` in ${p.namespace}` : ''}`;
 
 interface AccessReview {
   status?: { allowed?: boolean; reason?: string };
@@ -96,7 +99,7 @@ export async function deniedPermissions(cluster: Cluster, wanted: Permission[]):
       const review = await cluster.request<AccessReview>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SelfSubjectAccessReview',
-        spec: { resourceAttributes: { verb: p.verb, group: p.group, resource: p.resource, subresource: p.subresource, namespace: p.namespace } },
+        spec: { resourceAttributes: { verb: p.verb, group: p.group, resource: p.resource, subresource: p.subresource, name: p.name, namespace: p.namespace } },
       });
       return review.status?.allowed === true;
     }),

@@ -2,7 +2,8 @@ import { isNotFound, type Cluster } from './api.js';
 import type { List, Pod } from './types.js';
 
 // The smoke pod: one pod pinned to the node before it is uncordoned, to prove that the new runtime gives a pod a
-// sandbox and an IP. Pinned by nodeName (no scheduler), tolerating the cordon, on the node's own sandbox image.
+// sandbox and an IP. Pinned by nodeName (no scheduler), tolerating the cordon, on the node's own sandbox image, and
+// within Pod Security's restricted level (an agent's runs start it in a namespace that enforces it).
 export const smokePodName = (runId: string) => `node-maint-smoke-${runId.slice(0, 8)}`;
 
 export function smokePodManifest(options: { name: string; namespace: string; node: string; image: string; runId: string }): Pod & Record<string, unknown> {
@@ -21,11 +22,21 @@ export function smokePodManifest(options: { name: string; namespace: string; nod
       terminationGracePeriodSeconds: 1,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
+      // The sandbox image's pause runs as any user: nobody's, with nothing it could escalate to.
+      securityContext: { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, seccompProfile: { type: 'RuntimeDefault' } },
       tolerations: [
         { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
         { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' },
       ],
-      containers: [{ name: 'smoke', image: options.image, imagePullPolicy: 'IfNotPresent', resources: { requests: { cpu: '1m', memory: '4Mi' } } }],
+      containers: [
+        {
+          name: 'smoke',
+          image: options.image,
+          imagePullPolicy: 'IfNotPresent',
+          resources: { requests: { cpu: '1m', memory: '4Mi' } },
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
     },
   } as Pod & Record<string, unknown>;
 }

@@ -1,32 +1,35 @@
-import { readFileSync } from 'node:fs';
-import { loadAll } from 'js-yaml';
+import { dump, load } from 'js-yaml';
+import { agentBundle, type KubeObject } from '../agent/bundle.js';
+import { parsePolicy } from '../agent/policy.js';
 import type { AgentConfig } from './config/agent.js';
 
-// The node-maint agent as a stack makes it (agent in the stack config): runbooks/agent.yaml, the same objects the
-// README gives for `kubectl apply`, with the stack's image, nodes and environment.
+// The node-maint agent as a stack makes it (agent in the stack config): runbooks/agent/, the same objects the README
+// gives for `kubectl apply -k`, with the stack's image, nodes, environment and policy.
 
-interface AgentObject {
-  kind: string;
-  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
-  subjects?: Array<{ namespace?: string }>;
-  spec?: { template: { spec: { nodeSelector?: Record<string, string>; containers: Array<{ image: string; imagePullPolicy: string; env: Array<{ name: string; value?: string }> }> } } };
+interface DaemonSetPod {
+  nodeSelector?: Record<string, string>;
+  containers: Array<{ image: string; imagePullPolicy: string; env: Array<{ name: string; value?: string }> }>;
 }
 
-/** The agent's objects; its runs' account is the fleet's (node-maint in leaseNamespace), whose tokens it may ask. */
-export function agentObjects(agent: AgentConfig, leaseNamespace: string): AgentObject[] {
-  const objects = loadAll(readFileSync(new URL('../../runbooks/agent.yaml', import.meta.url), 'utf8')) as AgentObject[];
+/** The agent's objects; what sits in kube-system (its runs' Lease rights) goes where the fleet keeps its Leases. */
+export function agentObjects(agent: AgentConfig, leaseNamespace: string): KubeObject[] {
+  const objects = agentBundle();
   for (const o of objects) {
     // An agent applied before with kubectl (the README's way) is taken over, not a field conflict that stops the fleet.
     o.metadata.annotations = { ...o.metadata.annotations, 'pulumi.com/patchForce': 'true' };
-    // The token Role and its binding sit where the runbook's account is.
     if (o.metadata.namespace === 'kube-system') o.metadata.namespace = leaseNamespace;
+    if (o.kind === 'ConfigMap' && o.metadata.name === 'node-maint-agent-policy') {
+      const data = o.data as Record<string, string>;
+      const policy = { ...(load(data['policy.yaml']!) as object), ...agent.policy, leaseNamespace };
+      parsePolicy(dump(policy));
+      data['policy.yaml'] = dump(policy);
+    }
     if (o.kind !== 'DaemonSet') continue;
-    const pod = o.spec!.template.spec;
+    const pod = (o.spec as { template: { spec: DaemonSetPod } }).template.spec;
     if (Object.keys(agent.nodeSelector).length > 0) pod.nodeSelector = agent.nodeSelector;
     const [container] = pod.containers;
     Object.assign(container!, { image: agent.image, imagePullPolicy: agent.imagePullPolicy });
-    const env = { ...agent.env, ...(leaseNamespace !== 'kube-system' ? { NODE_MAINT_RUN_AS_NAMESPACE: leaseNamespace } : {}) };
-    container!.env.push(...Object.entries(env).map(([name, value]) => ({ name, value })));
+    container!.env.push(...Object.entries(agent.env).map(([name, value]) => ({ name, value })));
   }
   return objects;
 }

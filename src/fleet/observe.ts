@@ -59,9 +59,9 @@ export function notOffered(node: string, seen: ObservedNode, targets: Record<str
  * late, is not observed (said why), so the fleet stops as for a node SSH cannot reach.
  */
 export function observedFromFacts(node: string, facts: NodeFacts | undefined, targets: Record<string, string>, readReboot: boolean, now = Date.now()): ObservedNode | string {
-  if (!facts) return `no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent.yaml)`;
+  if (!facts) return `no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent/)`;
   const age = now - Date.parse(facts.at);
-  if (!(age <= FACTS_MAX_AGE_MS)) return `its agent's facts are ${Math.round(age / 60_000)} min old (from ${facts.at}; an agent publishes every 5 min: is it running?)`;
+  if (!(age <= FACTS_MAX_AGE_MS)) return `its agent's facts are ${Math.round(age / 60_000)} min old (from ${facts.at}; an agent writes them when they change and at least hourly: is it running?)`;
   const unknown = Object.keys(targets).filter((p) => !(p in facts.installed));
   if (unknown.length > 0) return `its agent does not report ${unknown.join(', ')} (it reports ${Object.keys(facts.installed).join(', ')}: NODE_MAINT_PACKAGES in its DaemonSet)`;
   const installed = Object.fromEntries(Object.keys(targets).map((p) => [p, facts.installed[p]!]));

@@ -1,28 +1,28 @@
 import { runThroughAgent } from '../agent/caller.js';
-import { requestArgs } from '../agent/protocol.js';
+import type { RunSpec, UpgradeSpec } from '../agent/spec.js';
 import type { Cluster } from '../cluster/api.js';
+import { DEFAULT_DRAIN_OPTIONS } from '../cluster/drain/filters.js';
 import { RunbookError } from '../errors.js';
 import type { RunReport } from '../runbook/report.js';
 import type { NodeUpgradeInputs } from './apply.js';
 
 // A fleet node with `access: agent`: its run is asked of the node's agent with the stack's credentials (the run
-// itself acts as the agent's node-maint), with the flags the fleet's config makes, and followed to its JSON report.
+// itself acts as the agent's own run account), as a MaintenanceRun made from the node's inputs, and followed to its
+// JSON report.
 
-/** The upgrade-node flags of the node's inputs: what the run does, never how the node is reached. */
-export function agentRunArgs(inputs: NodeUpgradeInputs): string[] {
+/** The MaintenanceRun's upgrade fields of the node's inputs: what the run does, never how the node is reached. */
+export function agentUpgradeSpec(inputs: NodeUpgradeInputs): UpgradeSpec {
   const d = inputs.drain;
-  const targets = Object.entries(inputs.targets).map(([p, v]) => `${p}=${v}`).join(',');
-  const reboot = inputs.reboot && inputs.reboot.policy !== 'never' ? [inputs.reboot.policy === 'always' ? '--reboot' : '--reboot-if-required', '--reboot-timeout', `${inputs.reboot.timeoutSeconds}s`] : [];
-  return requestArgs([
-    inputs.node, '--output', 'json',
-    ...(targets ? ['--to', targets] : []),
-    ...reboot,
-    ...(d.ignoreDaemonSets ? ['--ignore-daemonsets'] : []), ...(d.deleteEmptyDirData ? ['--delete-emptydir-data'] : []), ...(d.force ? ['--force'] : []),
-    // -1 (each pod's own grace) as --flag=value: a value that starts with a dash is not taken as one otherwise.
-    `--grace-period=${d.gracePeriodSeconds}`, '--timeout', `${d.timeoutSeconds}s`, '--skip-wait-for-delete-timeout', `${d.skipWaitForDeleteTimeoutSeconds}s`,
-    '--lease-namespace', inputs.leaseNamespace,
-    ...(inputs.allowControlPlane ? ['--allow-control-plane'] : []), ...(inputs.allowNoRollback ? ['--allow-no-rollback'] : []),
-  ]);
+  const drain = Object.fromEntries(Object.entries(d).filter(([k, v]) => v !== DEFAULT_DRAIN_OPTIONS[k as keyof typeof d]));
+  const targets = Object.entries(inputs.targets).map(([pkg, version]) => ({ package: pkg, version }));
+  const reboot = inputs.reboot && inputs.reboot.policy !== 'never' ? inputs.reboot : undefined;
+  return {
+    ...(targets.length > 0 ? { targets } : {}),
+    ...(reboot ? { reboot: reboot.policy, timeouts: { rebootSeconds: reboot.timeoutSeconds } } : {}),
+    ...(Object.keys(drain).length > 0 ? { drain } : {}),
+    ...(inputs.allowControlPlane ? { allowControlPlane: true } : {}),
+    ...(inputs.allowNoRollback ? { allowNoRollback: true } : {}),
+  };
 }
 
 export async function upgradeThroughAgent(cluster: Cluster, inputs: NodeUpgradeInputs, log: (line: string) => void, stop: AbortSignal): Promise<RunReport> {
@@ -37,7 +37,8 @@ export async function upgradeThroughAgent(cluster: Cluster, inputs: NodeUpgradeI
       for (const line of lines) log(`[${inputs.node}] ${line.replace(/^node-maint: /, '')}`);
     },
   };
-  const exit = await runThroughAgent(cluster, { command: 'upgrade-node', node: inputs.node, args: agentRunArgs(inputs), leaseNamespace: inputs.leaseNamespace, stop, io });
+  const spec: Omit<RunSpec, 'requestedBy'> = { nodeName: inputs.node, command: 'upgrade', output: 'json', upgrade: agentUpgradeSpec(inputs) };
+  const exit = await runThroughAgent(cluster, { spec, stop, io });
   try {
     return JSON.parse(stdout) as RunReport;
   } catch {

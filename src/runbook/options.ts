@@ -11,6 +11,8 @@ export interface RunOptions {
   dryRun: boolean;
   drain: DrainOptions;
   leaseNamespace: string;
+  /** Where the smoke pod runs (absent: the lease namespace); an agent's runs use a namespace of Pod Security restricted. */
+  smokeNamespace?: string;
   /** Refuse to start when the node's /var has less free space than this. */
   minFreeBytes: number;
   /** How long preflight waits for a PodDisruptionBudget that is at zero only for now. */
@@ -92,8 +94,8 @@ export function validateNodeName(node: string): string {
 // A namespace's name is a DNS label (RFC 1123): no dots, at most 63 characters; a node's may be a longer subdomain.
 const NAMESPACE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-export function validateLeaseNamespace(namespace: string): string {
-  if (!NAMESPACE.test(namespace)) throw usageError(`invalid lease namespace ${JSON.stringify(namespace)}: expected a namespace name (lowercase letters, digits, '-'; at most 63)`);
+export function validateLeaseNamespace(namespace: string, what = 'lease namespace'): string {
+  if (!NAMESPACE.test(namespace)) throw usageError(`invalid ${what} ${JSON.stringify(namespace)}: expected a namespace name (lowercase letters, digits, '-'; at most 63)`);
   return namespace;
 }
 
@@ -113,6 +115,9 @@ export function parseTargets(spec: string): Record<string, string> {
   return targets;
 }
 
+/** The smoke pod's namespace: its own when given, else the lease's. */
+export const smokeNamespaceOf = (options: Pick<RunOptions, 'leaseNamespace' | 'smokeNamespace'>) => options.smokeNamespace ?? options.leaseNamespace;
+
 export function validateRunOptions(options: RunOptions): RunOptions {
   validateNodeName(options.node);
   if (Object.keys(options.targets).length === 0 && !options.rollback && options.reboot === 'never') {
@@ -123,6 +128,7 @@ export function validateRunOptions(options: RunOptions): RunOptions {
   if (options.rebootSentinelCommand !== undefined && !options.rebootSentinelCommand.trim()) throw usageError('--reboot-sentinel-command is empty');
   for (const [name, version] of Object.entries(options.targets)) parseTargets(`${name}=${version}`);
   validateLeaseNamespace(options.leaseNamespace);
+  if (options.smokeNamespace !== undefined) validateLeaseNamespace(options.smokeNamespace, '--smoke-namespace');
   const positive: Array<[string, number]> = [
     ['--timeout', options.drain.timeoutSeconds],
     ['lease duration', options.lease.durationSeconds],

@@ -22,7 +22,7 @@ import { requirePermissions, upgradePermissions } from '../cluster/permissions.j
 import { hasCalico } from '../leaks/calico/index.js';
 import { hasWhereabouts } from '../leaks/whereabouts/read.js';
 import { NodeMarker } from './node-marker.js';
-import { validateRunOptions, type RunOptions } from './options.js';
+import { smokeNamespaceOf, validateRunOptions, type RunOptions } from './options.js';
 import type { RunReport, StepReport } from './report.js';
 import { rollbackFromJournal } from './rollback.js';
 import type { RunContext, Step, StepPlan } from './step.js';
@@ -67,7 +67,7 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
   });
   // What the run will ask of the API, asked first: a missing permission found after the cordon strands the node.
   const [calico, whereabouts] = await Promise.all([hasCalico(cluster), hasWhereabouts(cluster)]);
-  const wanted = upgradePermissions(options.leaseNamespace, calico, whereabouts).filter((p) => !options.dryRun || !p.write);
+  const wanted = upgradePermissions(options.leaseNamespace, calico, whereabouts, smokeNamespaceOf(options)).filter((p) => !options.dryRun || !p.write);
   await requirePermissions(cluster.withHooks({ onRetry: line }), wanted, `the kubeconfig's user ${cluster.user}`);
   // Read-only first: a run refused by preflight leaves no trace, not even a Lease object.
   const previous = await keeper.inspect();

@@ -13,6 +13,7 @@ import { criDockerdCommandLine, flagValue, kubeletCommandLine } from '../node/st
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { smokeNamespaceOf } from '../runbook/options.js';
 import { waitUntil } from '../wait.js';
 import { cleanSummary, settledAudit } from '../runbook/proof.js';
 import { expectAtTargets } from './upgrade-runtime.js';
@@ -66,14 +67,14 @@ export const proveNode: Step<ProvePlan> = {
   async plan(ctx) {
     const name = smokePodName(ctx.runId);
     return {
-      smokePod: `${ctx.options.leaseNamespace}/${name}`,
-      actions: [`start smoke pod ${ctx.options.leaseNamespace}/${name} on ${ctx.options.node}: a sandbox and an IP with a live reservation`, 'delete it', "check the runtime version the node reports (kubelet's nodeInfo)", 'audit the node for leaks'],
+      smokePod: `${smokeNamespaceOf(ctx.options)}/${name}`,
+      actions: [`start smoke pod ${smokeNamespaceOf(ctx.options)}/${name} on ${ctx.options.node}: a sandbox and an IP with a live reservation`, 'delete it', "check the runtime version the node reports (kubelet's nodeInfo)", 'audit the node for leaks'],
       summary: 'will prove the node with a smoke pod and the leak audit',
     };
   },
   async apply(ctx) {
     const { options } = ctx;
-    const namespace = options.leaseNamespace;
+    const namespace = smokeNamespaceOf(options);
     const name = smokePodName(ctx.runId);
     // A resumed run trusts the journal for steps done; the node itself must still be at the targets (re-imaged?).
     await expectAtTargets(ctx);
@@ -157,7 +158,7 @@ async function nodeReportsTargets(ctx: RunContext): Promise<string> {
 
 /** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */
 async function removeSmokePod(ctx: RunContext): Promise<void> {
-  const namespace = ctx.options.leaseNamespace;
+  const namespace = smokeNamespaceOf(ctx.options);
   const name = smokePodName(ctx.runId);
   if (!(await getPod(ctx.cluster, namespace, name))) return;
   await deletePod(ctx.cluster, namespace, name);

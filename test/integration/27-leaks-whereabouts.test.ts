@@ -48,8 +48,12 @@ async function allocations(prefix: string): Promise<string[]> {
     .sort();
 }
 
-/** Runs the case on a containerd node whose pods' network is whereabouts; puts the node's network back after. */
-const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
+/**
+ * Runs the case on a containerd node whose pods' network is whereabouts; puts the node's network back after. Every
+ * node's network shares the one pool: a case that strands a gone pod's entry, or reclaims --cluster-wide (which
+ * releases every gone pod's entry of it), holds resource:whereabouts, so that no other such case runs beside it.
+ */
+const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>, ...resources: Array<`resource:${string}`>) =>
   onLeasedNode('containerd', async (t) => {
     // One ServiceAccount per node (a case before may have used this node: applied, not created).
     await applyObjects([{ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: `wb-${t.name}`, namespace: ns.name } }, ...roles.map((r) => binding(t, r.name))]);
@@ -77,7 +81,7 @@ const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>) =>
       await t.sh(`rm -rf ${DIR} ${binDir}/whereabouts; ip link delete cni-wb0 2>/dev/null || true`);
       await kubectl('delete', 'clusterrolebinding', ...roles.map((r) => `${clusterRole(r.name)}-${t.name}`), '--ignore-not-found');
     }
-  });
+  }, ...resources);
 
 describe('a node whose pods get their IPs from whereabouts', () => {
   it.concurrent("is upgraded end to end: the smoke pod's IP proven by its IPPool entry, every allocation of the teardown released", onWhereaboutsNode(async (t) => {
@@ -150,7 +154,7 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const saved = await t.sh(`cat ${result.backupDir}/whereabouts-kube-system-10.210.0.0-16-*.json`);
     expect(saved).toContain(`"id":"${keeper.sandbox}"`);
     expect(saved).toContain(`"id":"${goner.sandbox}"`);
-  }));
+  }, 'resource:whereabouts'));
 
   it.concurrent("after a crash whose sandboxes' records were wiped before kubelet came back: the pods keep their addresses; a pod deleted meanwhile strands its allocation, found by --cluster-wide and reclaimed", onWhereaboutsNode(async (t) => {
     const before = await pinnedDeployment(ns.name, 'crash', t.name, 3);
@@ -182,5 +186,5 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     expect(reclaim.after.verdict).toBe('clean');
     expect(await allocations(gone!.name)).toEqual([]);
     expect((await Promise.all([...now.keys()].map((name) => allocations(name)))).flat().map((l) => l.split(' ')[0]).sort()).toEqual([...now.values()].sort());
-  }));
+  }, 'resource:whereabouts'));
 });

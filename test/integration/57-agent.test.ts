@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { applyObjects, auditNode, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
-import { agentPods, manifest, withAgent, withoutSsh } from './agent.js';
+import { AGENT_TEST_LABEL, agentPods, manifest, requesterKubeconfig, withAgent, withoutSsh } from './agent.js';
 import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
-import { pinnedPodSpec } from './fixtures.js';
+import { bootOf, pinnedPodSpec } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
 // No SSH (issue 37): the runbook run on the node by its agent, a DaemonSet pod, as a unit of the node's systemd,
-// asked for through the API. The node's sshd is stopped (and disabled across its reboot) for every run here.
+// asked for through the API (a MaintenanceRun) by a caller that holds only the shipped requester's rights. The
+// node's sshd is stopped (and disabled across its reboot) for every run here but the one finished over SSH.
 
-const kubeconfigOf = (t: TestNode) => t.flags[t.flags.indexOf('--kubeconfig') + 1]!;
-/** The run's arguments through the agent: no SSH flag, only the caller's kubeconfig. */
-const viaAgent = (t: TestNode, extra: string[]) => [t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfigOf(t), ...extra];
+/** The run's arguments through the agent: no SSH flag, only the requester's kubeconfig. */
+const viaAgent = async (t: TestNode, extra: string[]) => [t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', await requesterKubeconfig(), ...extra];
+const maintenanceRun = async (t: TestNode) => kubectlJson('get', 'maintenancerun', t.name).catch(() => undefined);
 
 describe('the runbook through the node-maint agent, no SSH', () => {
   const ns = useNamespace();
@@ -18,10 +19,10 @@ describe('the runbook through the node-maint agent, no SSH', () => {
   it.concurrent('an upgrade with --reboot end to end: the run goes on on the new boot, proven and audited clean', onLeasedNode('containerd', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
       const { new: version } = bed().containerd;
-      const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${version}`, '--reboot']));
+      const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--reboot']));
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).toContain(`node-maint: asked the agent on ${t.name} to run upgrade-node ${t.name} --output json ${DRAIN_FLAGS.join(' ')} --to containerd=${version} --reboot`);
-      expect(r.stderr).toContain(`node-maint agent: ${t.name} is up on a new boot: continuing the run (the same command, from its journal)`);
+      expect(r.stderr).toContain(`node-maint: asked the agent on ${t.name} for: upgrade containerd=${version}, reboot always (MaintenanceRun ${t.name}); its output follows`);
+      expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run \\w+ is unfinished \\(running\\): continuing it`));
       const rep = report(r);
       // The report of the run's second start, on the new boot: it went on from its journal.
       expect(rep).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, reboot: { after: expect.any(String) }, audit: { verdict: 'clean', findings: 0 } });
@@ -39,7 +40,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     try {
       await withAgent(t, () => withoutSsh(t, async () => {
         let sent = 0;
-        const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]), {
+        const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]), {
           onStderr: (text, _kill, running) => {
             if (sent || !text.includes(stepLine('drain'))) return;
             sent = Date.now();
@@ -60,16 +61,114 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     }
   }));
 
+  it.concurrent('a stop that lands between the unit\'s start and its record (the record refused for a while): the run is stopped through its unit, exit 18, its state said', onLeasedNode('docker', async (t) => {
+    // The test's own set-up (as cluster-admin): the agent's write of Running refused for this node, as an API that
+    // fails just then, so that the stop lands in that gap for sure.
+    const hold = `node-maint-test-hold-running-${t.name}`;
+    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: hold }, spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['node-maint.io'], apiVersions: ['*'], resources: ['maintenanceruns/status'], operations: ['UPDATE'] }] },
+      matchConditions: [{ name: 'this-node', expression: `request.name == '${t.name}'` }],
+      validations: [{ expression: "!has(object.status.phase) || object.status.phase != 'Running'", message: 'held by the test' }],
+    } };
+    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: hold }, spec: { policyName: hold, validationActions: ['Deny'] } };
+    await withAgent(t, () => withoutSsh(t, async () => {
+      await applyObjects([policy, binding]);
+      try {
+        let sent = false;
+        const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]), {
+          onStderr: () => {
+            if (sent) return;
+            sent = true;
+            void (async () => {
+              await waitFor(async () => (await t.sh("systemctl list-units --no-legend 'node-maint-run-*' | wc -l")).trim() === '1', 60_000, 'the unit to start');
+              expect((await maintenanceRun(t)).status.phase).toBe('Starting');
+              await kubectl('patch', 'maintenancerun', t.name, '--type=merge', '-p', '{"spec":{"stop":{"reason":"SIGINT"}}}');
+              await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', hold);
+            })();
+          },
+        });
+        expect(r.code, r.stderr).toBe(18);
+        expect(r.stderr).toMatch(/node-maint agent: the run's unit node-maint-run-\w+ is on \S+ already: following it/);
+        expect(report(r)).toMatchObject({ result: 'stopped', exitCode: 18 });
+        expect(report(r).error.message).toContain('stopped by SIGINT');
+        expect((await lease(t.name)).holder).toBeUndefined();
+      } finally {
+        await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', hold, '--ignore-not-found');
+      }
+    }));
+  }));
+
+  it.concurrent('a stop during apt: the run stops at its safe point (exit 18), the install finishes on the node and only then is the unit removed; the same command finishes the run', onLeasedNode('containerd', async (t) => {
+    await withAgent(t, () => withoutSsh(t, async () => {
+      const { new: version } = bed().containerd;
+      const args = await viaAgent(t, ['--to', `containerd=${version}`]);
+      // On the node: dpkg's own process seen, then (every 0.3 s) whether dpkg runs with the run's unit gone.
+      const watch = t.sh(`while ! pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null; do :; done; echo dpkg; while pgrep -x dpkg >/dev/null || pgrep -x apt-get >/dev/null; do [ "$(systemctl list-units --all --no-legend 'node-maint-run-*' | wc -l)" = 0 ] && echo removed-under-dpkg; sleep 0.3; done; echo done`);
+      let stopped = false;
+      const r = await upgradeNode(args, {
+        onStderr: (text, _kill, running) => {
+          if (stopped || !text.includes(stepLine('upgrade-runtime'))) return;
+          stopped = true;
+          void t.sh("while ! pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null; do :; done").then(() => running.signal('SIGINT'));
+        },
+      });
+      expect(r.code, r.stderr).toBe(18);
+      expect(report(r).error.message).toMatch(/goes on on the node until it ends/);
+      expect(await watch).toBe('dpkg\ndone\n');
+      await waitFor(async () => (await maintenanceRun(t)).status.unitRemoved === true, 60_000, 'the unit removed once dpkg ended');
+      expect((await t.sh('dpkg --audit; echo $?')).trim()).toBe('0');
+      const again = await upgradeNode(args);
+      expect(again.code, again.stderr).toBe(0);
+      expect(report(again)).toMatchObject({ mode: 'resume', result: 'upgraded', audit: { verdict: 'clean' } });
+      expect(await containerdStatus(t)).toBe(`${version} hi `);
+    }));
+  }));
+
+  it.concurrent('a run the agent started, whose node rebooted, finished over SSH meanwhile: the agent, back on the new boot, does not start it again', onLeasedNode('containerd', async (t) => {
+    await withAgent(t, async () => {
+      const { new: version } = bed().containerd;
+      const before = await bootOf(t);
+      let away: Promise<void> | undefined;
+      // The agent kept off the node for its reboot: its label taken off as the reboot step starts, its pod removed.
+      const keepAway = async () => {
+        await kubectl('label', 'node', t.name, `${AGENT_TEST_LABEL}-`);
+        await kubectl('-n', 'node-maint', 'delete', 'pod', '-l', 'app.kubernetes.io/name=node-maint-agent', '--field-selector', `spec.nodeName=${t.name}`, '--force', '--grace-period=0');
+      };
+      const call = upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--reboot']), {
+        onStderr: (text) => void (away ??= text.includes(stepLine('reboot')) ? keepAway() : undefined),
+      });
+      await waitFor(async () => away !== undefined && (await bootOf(t).catch(() => before)) !== before, 600_000, 'the node on a new boot');
+      await away;
+      await waitFor(async () => (await agentPods(t.name)).length === 0 && (await kubectlJson('get', 'node', t.name)).status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'), 180_000, 'the node Ready, with no agent');
+      const ssh = await upgradeNode([t.name, '--to', `containerd=${version}`, '--reboot', '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect(ssh.code, ssh.stderr).toBe(0);
+      const finished = (await lease(t.name)).journal;
+      expect(finished.status).toBe('completed');
+      const boot = await bootOf(t);
+      await kubectl('label', 'node', t.name, `${AGENT_TEST_LABEL}=on`);
+      const r = await call;
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`node-maint agent: ${t.name} is up on a new boot, and its journal says run ${finished.runId} is completed`);
+      expect(r.stderr).toContain('the run is over, not started again');
+      // Nothing more: no second unit, no new run, no new reboot, the node serving.
+      expect((await t.sh("systemctl list-units --all --no-legend 'node-maint-run-*' | wc -l")).trim()).toBe('0');
+      expect((await lease(t.name)).journal).toMatchObject({ runId: finished.runId, status: 'completed', updatedAt: finished.updatedAt });
+      expect(await bootOf(t)).toBe(boot);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
+    });
+  }));
+
   it.concurrent('the caller killed and the agent\'s pod deleted during apt: the run finishes; the same command attaches and gets the report', onLeasedNode('containerd', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
       const { new: version } = bed().containerd;
-      const args = viaAgent(t, ['--to', `containerd=${version}`]);
+      const args = await viaAgent(t, ['--to', `containerd=${version}`]);
       const first = await upgradeNode(args, { onStderr: (text, kill) => text.includes(stepLine('upgrade-runtime')) && kill() });
       expect(first.code, first.stderr).toBe(137);
       for (const p of await agentPods(t.name)) await kubectl('-n', 'node-maint', 'delete', 'pod', p.metadata.name, '--wait=false');
       const again = await upgradeNode(args);
       expect(again.code, again.stderr).toBe(0);
-      expect(again.stderr).toMatch(new RegExp(`node-maint: (attaching to the run already under way on ${t.name} through its agent|the run this command started on ${t.name} at \\S+ ended while no caller followed it)`));
+      expect(again.stderr).toMatch(new RegExp(`node-maint: (attaching to the run already under way on ${t.name} through its agent|the run asked on ${t.name} at \\S+ ended while no caller followed it)`));
       expect(report(again)).toMatchObject({ result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
       expect(await containerdStatus(t)).toBe(`${version} hi `);
     }));
@@ -81,28 +180,25 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       await upgradeKilledAt(t, version, stepLine('stop-kubelet'));
       expect((await lease(t.name)).journal).toBeDefined();
       await withoutSsh(t, async () => {
-        const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${version}`]));
+        const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`]));
         expect(r.code, r.stderr).toBe(0);
         expect(report(r)).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
       });
     });
   }));
 
-  it.concurrent("audit-node through the agent: the node's own audit, run on it; --reclaim refused (it is over SSH only)", onLeasedNode('docker', async (t) => {
+  it.concurrent("audit-node through the agent: the node's own audit, run on it, its MaintenanceRun Succeeded", onLeasedNode('docker', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
-      const r = await auditNode([t.name, '--via', 'agent', '--output', 'json', '--kubeconfig', kubeconfigOf(t)]);
+      const r = await auditNode([t.name, '--via', 'agent', '--output', 'json', '--kubeconfig', await requesterKubeconfig()]);
       expect(r.code, r.stderr).toBe(0);
       expect(report(r)).toMatchObject({ node: t.name, verdict: 'clean' });
-      const reclaim = await auditNode([t.name, '--via', 'agent', '--reclaim', '--output', 'json', '--kubeconfig', kubeconfigOf(t)]);
-      expect(reclaim.code, reclaim.stderr).toBe(2);
-      expect(JSON.parse(reclaim.stdout).error.message).toMatch(/^--reclaim does not go with --via agent yet/);
+      expect(await maintenanceRun(t)).toMatchObject({ spec: { command: 'audit' }, status: { phase: 'Succeeded', exitCode: 0 } });
     }));
   }));
 
   it.concurrent("an agent that does not start the request: withdrawn after 60 s, and the agent, back, starts nothing; the node's systemd refusing the unit: said, nothing started", onLeasedNode('any', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
-      const args = viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
-      const exchange = async () => (await kubectlJson('get', 'configmap', '-n', 'node-maint', `node-maint-agent-${t.name}`)).data ?? {};
+      const args = await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
       // Its pod stays Ready while its process is frozen: the caller's only way to tell is that nothing starts.
       const freeze = (signal: 'STOP' | 'CONT') => t.sh(`pkill -${signal} -f dist/agent/main.js`);
       const untouched = async () => {
@@ -118,52 +214,54 @@ describe('the runbook through the node-maint agent, no SSH', () => {
         await freeze('CONT');
       }
       expect(late.code, late.stderr).toBe(10);
-      expect(JSON.parse(late.stdout).error.message).toBe(`the agent on ${t.name} did not start the run within 60s (its pod running? its log says why); the request was withdrawn and nothing was changed`);
-      await waitFor(async () => (await exchange()).exit === '18', 30_000, 'the agent to end the withdrawn request');
-      expect((await exchange()).output).toContain('node-maint agent: a stop was asked (the caller, as no agent started the run) before the run started: nothing was started');
+      expect(JSON.parse(late.stdout).error.message).toBe(`the agent on ${t.name} did not start the run within 60s (its pod running? its log says why); the request was withdrawn, so no agent will start it, and nothing was changed`);
+      await waitFor(async () => (await maintenanceRun(t))?.status?.phase === 'Stopped', 30_000, 'the agent to end the withdrawn request');
+      expect((await maintenanceRun(t)).status).toMatchObject({ exitCode: 18, message: 'the request was withdrawn (withdrawn by its caller: no agent claimed it) before any agent started it: nothing was started' });
       await untouched();
 
-      // The next request's unit masked on the node before the agent gets to it: systemd refuses to make it, for real.
+      // The next run's unit masked on the node before the agent gets to it (its name is the MaintenanceRun's UID's):
+      // systemd refuses to make it, for real.
       await freeze('STOP');
       let refused;
+      let unit = '';
       try {
         const call = upgradeNode(args);
-        await waitFor(async () => (await exchange()).request !== undefined && (await exchange()).exit === undefined, 30_000, 'the new request');
-        const { id } = JSON.parse((await exchange()).request);
-        await t.sh(`systemctl mask node-maint-run-${id}.service`);
+        await waitFor(async () => (await maintenanceRun(t))?.status === undefined, 30_000, 'the new request');
+        unit = `node-maint-run-${(await maintenanceRun(t)).metadata.uid.replace(/-/g, '').slice(0, 12)}`;
+        await t.sh(`systemctl mask ${unit}.service`);
         await freeze('CONT');
         refused = await call;
-        await t.sh(`systemctl unmask node-maint-run-${id}.service`);
       } finally {
         await freeze('CONT');
+        if (unit) await t.sh(`systemctl unmask ${unit}.service`);
       }
       expect(refused.code, refused.stderr).toBe(10);
-      expect(refused.stderr).toMatch(new RegExp(`node-maint agent: could not start the run on ${t.name}: on the host: systemd-run --unit=node-maint-run-\\w+ [^]*Failed to start transient service unit: Unit node-maint-run-\\w+\\.service was already loaded or has a fragment file\\.[^]*; nothing was started`));
+      expect(refused.stderr).toMatch(new RegExp(`node-maint agent: could not start the run on ${t.name}: on the host: systemd-run --unit=${unit} [^]*Failed to start transient service unit: Unit ${unit}\\.service was already loaded or has a fragment file\\.[^]*; nothing was started`));
       await untouched();
     }));
   }));
 
   it.concurrent('no agent on the node, or a hook asked of it: refused by name, nothing changed', onLeasedNode('any', async (t) => {
-    const hook = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`, '--hook-before-drain', 'echo hi']));
+    const hook = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`, '--hook-before-drain', 'echo hi']));
     expect(hook.code, hook.stderr).toBe(2);
     expect(JSON.parse(hook.stdout).error.message).toBe('--hook-before-drain does not go with --via agent: a hook is a command, and the agent runs only the runbook (run hooks over SSH)');
-    const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
+    const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
     expect(r.code, r.stderr).toBe(10);
-    expect(JSON.parse(r.stdout).error.message).toContain(`${t.name} has no node-maint agent (its DaemonSet is runbooks/agent.yaml`);
+    expect(JSON.parse(r.stdout).error.message).toContain(`${t.name} has no node-maint agent (its DaemonSet is runbooks/agent/; pods labelled app.kubernetes.io/name=node-maint-agent in node-maint)`);
     expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
-    await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+    await expect(kubectl('get', 'maintenancerun', t.name)).rejects.toThrow(/NotFound/);
   }));
 
   it.concurrent('two callers for one node: the second attaches to the run under way (which does not start twice); both get its report', onLeasedNode('containerd', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
-      const args = viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
+      const args = await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]);
       let second: Promise<Awaited<ReturnType<typeof upgradeNode>>> | undefined;
       const first = await upgradeNode(args, { onStderr: (text) => void (second ??= text.includes(stepLine('drain')) ? upgradeNode(args) : undefined) });
       expect(second, first.stderr).toBeDefined();
       const other = await second!;
       expect(first.code, first.stderr).toBe(0);
       expect(other.code, other.stderr).toBe(0);
-      expect(other.stderr).toContain(`node-maint: attaching to the run already under way on ${t.name} through its agent (upgrade-node ${t.name}`);
+      expect(other.stderr).toContain(`node-maint: attaching to the run already under way on ${t.name} through its agent (upgrade containerd=${bed().containerd.new}, asked by system:serviceaccount:default:node-maint-test-requester at `);
       expect(report(other).runId).toBe(report(first).runId);
     }));
   }));
@@ -176,10 +274,10 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     await kubectl('label', 'node', t.name, `${label}=on`, '--overwrite');
     try {
       await waitFor(async () => (await agentPods(t.name)).some((p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ErrImageNeverPull'), 120_000, 'the agent waiting for its image');
-      const r = await upgradeNode(viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
+      const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]));
       expect(r.code, r.stderr).toBe(10);
       expect(JSON.parse(r.stdout).error.message).toMatch(new RegExp(`^the node-maint agent on ${t.name} is not Ready \\(node-maint-agent-missing-\\w+: Pending, ErrImageNeverPull \\(.*node-maint/agent:not-loaded.*\\)\\); nothing was changed$`));
-      await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+      await expect(kubectl('get', 'maintenancerun', t.name)).rejects.toThrow(/NotFound/);
     } finally {
       await kubectl('label', 'node', t.name, `${label}-`);
       await kubectl('-n', 'node-maint', 'delete', 'daemonset', 'node-maint-agent-missing', '--ignore-not-found', '--wait=true');
@@ -192,7 +290,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     const { kubeconfig } = await serviceAccountKubeconfig('kube-system', 'node-maint');
     const r = await upgradeNode([t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfig, '--to', `containerd=${bed().containerd.new}`]);
     expect(r.code, r.stderr).toBe(10);
-    expect(JSON.parse(r.stdout).error.message).toBe("the kubeconfig's user kube-system:node-maint lacks 4 permission(s) the run through the agent needs: get configmaps in node-maint, create configmaps in node-maint, update configmaps in node-maint, patch configmaps in node-maint; nothing was changed. runbooks/rbac.yaml grants what the run needs; the request needs get, create, update and patch of ConfigMaps in node-maint (the agent's namespace)");
-    await expect(kubectl('-n', 'node-maint', 'get', 'configmap', `node-maint-agent-${t.name}`)).rejects.toThrow(/NotFound/);
+    expect(JSON.parse(r.stdout).error.message).toBe("the kubeconfig's user kube-system:node-maint lacks 4 permission(s) the run through the agent needs: get maintenanceruns.node-maint.io, create maintenanceruns.node-maint.io, patch maintenanceruns.node-maint.io, delete maintenanceruns.node-maint.io; nothing was changed. runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, and list pods in node-maint");
+    await expect(kubectl('get', 'maintenancerun', t.name)).rejects.toThrow(/NotFound/);
   }));
 });

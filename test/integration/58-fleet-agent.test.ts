@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, waitFor } from './bed.js';
-import { AGENT_TEST_LABEL, bedCluster, BED_API_ENV, loadAgentImage, removeAgent, withAgent, withoutSsh } from './agent.js';
+import { AGENT_TEST_LABEL, bedCluster, BED_API_ENV, BED_POLICY, loadAgentImage, removeAgent, withAgent, withoutSsh } from './agent.js';
 import { useNodes } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
 // A fleet with `access: agent` (issue 37): preview reads what each node's agent published, up runs each node through
-// its agent; no SSH key in the stack, and every node's sshd stopped (and disabled) for the whole of it.
+// its agent as a MaintenanceRun (kubectl get shows them as they go); no SSH key in the stack, and every node's sshd
+// stopped (and disabled) for the whole of it.
 const FLEET = useNodes('any', 'any', 'any');
 
 describe('pulumi with access: agent', () => {
@@ -25,7 +26,26 @@ describe('pulumi with access: agent', () => {
       const preview = (await stack.run(['preview'])).stdout;
       for (const t of FLEET) expect(preview).toContain(`${t.name}: containerd ${old} -> containerd ${version}`);
       const upAt = Date.now();
-      await stack.run(['up', '--yes', '--skip-preview']);
+      // What an operator watching the fleet sees: `kubectl get maintenanceruns`, every second while up runs.
+      const rows = new Set<string>();
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          for (const line of (await kubectl('get', 'maintenanceruns', ...FLEET.map((t) => t.name)).catch(() => '')).split('\n')) rows.add(line.replace(/\s+/g, ' ').replace(/ \S+$/, ''));
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      })();
+      try {
+        await stack.run(['up', '--yes', '--skip-preview']);
+      } finally {
+        watching = false;
+        await watch;
+      }
+      expect(rows).toContain('NAME NODE COMMAND PHASE STEP EXIT');
+      for (const t of FLEET) {
+        expect([...rows].some((r) => new RegExp(`^${t.name} ${t.name} upgrade Running \\d+/12 `).test(r)), [...rows].join('\n')).toBe(true);
+        expect(rows).toContain(`${t.name} ${t.name} upgrade Succeeded 12/12 Verify nothing leaked 0`);
+      }
       const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
       for (const t of FLEET) {
         expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', audit: { findings: 0 } });
@@ -44,7 +64,7 @@ describe('pulumi with access: agent', () => {
   it('a node without an agent: preview names it and changes nothing', async () => {
     const result = await stack.run(['preview'], { allowFailure: true });
     expect(result.code).not.toBe(0);
-    expect(result.stdout + result.stderr).toContain(`cannot observe 3 of 3 node(s), so no node is planned or changed: ${FLEET[0]!.name} (no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent.yaml))`);
+    expect(result.stdout + result.stderr).toContain(`cannot observe 3 of 3 node(s), so no node is planned or changed: ${FLEET[0]!.name} (no facts from a node-maint agent on it (access: agent; its DaemonSet is runbooks/agent/))`);
   });
 
   it('the stack makes the agent itself (agent in its config): preview names the nodes not observed yet and changes nothing; up makes it, waits for its facts, plans from them', async () => {
@@ -53,7 +73,7 @@ describe('pulumi with access: agent', () => {
     // The objects runbooks/rbac.yaml gives (or createRbac): the runbook's account the agent's runs act as.
     await kubectl('apply', '-f', 'runbooks/rbac.yaml');
     // As the bed's own tests make it (test/integration/agent.ts), so that a test beside this one sees the same DaemonSet.
-    await stack.set('agent', JSON.stringify({ image, imagePullPolicy: 'Never', nodeSelector: { [AGENT_TEST_LABEL]: 'on' }, env: BED_API_ENV }));
+    await stack.set('agent', JSON.stringify({ image, imagePullPolicy: 'Never', nodeSelector: { [AGENT_TEST_LABEL]: 'on' }, env: BED_API_ENV, policy: BED_POLICY }));
     try {
       await withoutSsh(FLEET, async () => {
         const preview = (await stack.run(['preview'])).stdout;

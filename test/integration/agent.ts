@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { loadAll } from 'js-yaml';
+import { dump, load } from 'js-yaml';
 import { expect } from 'vitest';
-import { applyObjects, kubectl, waitFor } from './bed.js';
+import { agentBundle, type KubeObject } from '../../src/agent/bundle.js';
+import { applyObjects, kubectl, serviceAccountKubeconfig, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
 // The node-maint agent on leased pool nodes or kind's: its image built from dist/ and loaded on the nodes, the shipped
-// DaemonSet (runbooks/agent.yaml) with that image, scheduled only on nodes a test labels.
+// bundle (runbooks/agent/, after runbooks/rbac.yaml) with that image, scheduled only on nodes a test labels; callers
+// that hold only the shipped requester's rights (runbooks/agent/requester.yaml), never cluster-admin.
 const exec = promisify(execFile);
 /** The label that puts the tests' agent on a node. */
 export const AGENT_TEST_LABEL = 'node-maint.io/agent-test';
@@ -16,10 +17,11 @@ const LABEL = AGENT_TEST_LABEL;
  * the node's own forward to the API does. */
 export const BED_API_ENV = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: '6443' };
 const selector = 'app.kubernetes.io/name=node-maint-agent';
+type Kubectl = (...args: string[]) => Promise<string>;
 
 /** The cluster an agent runs in: the bed's (its nodes reach the API on their own forward), or kind's (a real Service). */
 export interface AgentCluster {
-  kubectl: (...args: string[]) => Promise<string>;
+  kubectl: Kubectl;
   sh: (node: string, script: string) => Promise<string>;
   /** No kube-proxy serves the Service: the agent is told where the API is (KUBERNETES_SERVICE_HOST and _PORT). */
   apiEnv: Record<string, string>;
@@ -27,12 +29,22 @@ export interface AgentCluster {
 
 export const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (node, script) => nodes.find((t) => t.name === node)!.sh(script), apiEnv: BED_API_ENV });
 
-/** The shipped manifest as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
-export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }: { label?: string; apiEnv?: Record<string, string> } = {}): any[] {
-  const docs = loadAll(readFileSync('runbooks/agent.yaml', 'utf8')) as any[];
+/**
+ * The owner's policy on the bed: the shipped one, and what the bed's drains need (its fixtures are bare pods, some
+ * with emptyDir, evicted with a short grace: DRAIN_FLAGS). Everything else stays refused, as shipped.
+ */
+export const BED_POLICY = { force: true, deleteEmptyDirData: true, gracePeriodOverride: true };
+
+/** The shipped bundle as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
+export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }: { label?: string; apiEnv?: Record<string, string> } = {}): KubeObject[] {
+  const docs = agentBundle();
   for (const d of docs) {
+    if (d.kind === 'ConfigMap' && d.metadata.name === 'node-maint-agent-policy') {
+      const data = (d as any).data;
+      data['policy.yaml'] = dump({ ...(load(data['policy.yaml']) as object), ...BED_POLICY });
+    }
     if (d.kind !== 'DaemonSet') continue;
-    const pod = d.spec.template.spec;
+    const pod = (d as any).spec.template.spec;
     pod.nodeSelector = { [label]: 'on' };
     const [c] = pod.containers;
     Object.assign(c, { image, imagePullPolicy: 'Never' });
@@ -41,7 +53,7 @@ export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }:
   return docs;
 }
 
-export const agentPods = async (node: string, run: (...args: string[]) => Promise<string> = kubectl) =>
+export const agentPods = async (node: string, run: Kubectl = kubectl) =>
   JSON.parse(await run('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`, '-o', 'json')).items as any[];
 
 /** The agent's image built from dist/ and loaded into the nodes' runtimes; its tag. */
@@ -50,7 +62,38 @@ export async function loadAgentImage(names: string[]): Promise<string> {
   return stdout.trim().split('\n').at(-1)!;
 }
 
-/** Runs `fn` with the agent Ready on the bed's nodes; the agent, its requests, facts and files gone from them after. */
+const requesters = new Map<Kubectl, Promise<string>>();
+
+/**
+ * A kubeconfig whose user holds only the shipped requester's rights (a ServiceAccount bound to requester.yaml's
+ * ClusterRole and Role, as its header says to bind them): what the tests' callers use.
+ */
+export function requesterKubeconfig(run: Kubectl = kubectl): Promise<string> {
+  let made = requesters.get(run);
+  if (!made) {
+    made = (async () => {
+      // The shipped namespaces and requester roles (a site applies the whole bundle; a test may ask before it).
+      await applyObjects(agentBundle().filter((o) => o.kind === 'Namespace' || o.metadata.name === 'node-maint-requester'), run);
+      await run('-n', 'default', 'create', 'serviceaccount', 'node-maint-test-requester', '--dry-run=client', '-o', 'json').then((sa) => applyObjects([JSON.parse(sa)], run));
+      const subject = { kind: 'ServiceAccount', name: 'node-maint-test-requester', namespace: 'default' };
+      await applyObjects([
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'node-maint-test-requester' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'node-maint-requester' }, subjects: [subject] },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'node-maint-test-requester', namespace: 'node-maint' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'node-maint-requester' }, subjects: [subject] },
+      ], run);
+      return (await serviceAccountKubeconfig('default', 'node-maint-test-requester', run)).kubeconfig;
+    })();
+    requesters.set(run, made);
+  }
+  return made;
+}
+
+/** The shipped objects applied (runbooks/rbac.yaml first, then the agent's bundle) with the image built for the test. */
+export async function installAgent(cluster: Pick<AgentCluster, 'kubectl' | 'apiEnv'>, image: string): Promise<void> {
+  await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
+  await applyObjects(manifest(image, { apiEnv: cluster.apiEnv }), cluster.kubectl);
+}
+
+/** Runs `fn` with the agent Ready on the bed's nodes; the agent, its runs, facts and files gone from them after. */
 export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<void>): Promise<void> {
   const all = Array.isArray(nodes) ? nodes : [nodes];
   await withAgentOn(bedCluster(all), all.map((t) => t.name), fn);
@@ -59,8 +102,7 @@ export async function withAgent(nodes: TestNode | TestNode[], fn: () => Promise<
 /** Runs `fn` with the agent Ready on the cluster's named nodes (the image loaded into their runtimes), and none of it after. */
 export async function withAgentOn(cluster: AgentCluster, names: string[], fn: () => Promise<void>): Promise<void> {
   const image = await loadAgentImage(names);
-  await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
-  await applyObjects(manifest(image, { apiEnv: cluster.apiEnv }), cluster.kubectl);
+  await installAgent(cluster, image);
   for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}=on`, '--overwrite');
   try {
     for (const n of names) {
@@ -72,12 +114,13 @@ export async function withAgentOn(cluster: AgentCluster, names: string[], fn: ()
   }
 }
 
-/** The agent gone from the nodes (their label taken off), with its requests, facts and files. */
+/** The agent gone from the nodes (their label taken off), with their MaintenanceRuns, facts and files. */
 export async function removeAgent(cluster: AgentCluster, names: string[]): Promise<void> {
   for (const n of names) {
     await cluster.kubectl('label', 'node', n, `${LABEL}-`);
     await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
-    await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-agent-${n}`, `node-maint-facts-${n}`, '--ignore-not-found');
+    await cluster.kubectl('delete', 'maintenancerun', n, '--ignore-not-found');
+    await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-facts-${n}`, '--ignore-not-found');
     // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
     await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');
   }

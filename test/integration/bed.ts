@@ -229,10 +229,10 @@ export async function applyObjects(objects: unknown[], run: (...args: string[]) 
   }
 }
 
-/** A kubeconfig for a ServiceAccount (a bound token, two hours), on the bed's apiserver, in a directory of its own. */
-export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<{ kubeconfig: string; token: string }> {
-  const token = (await kubectl('-n', namespace, 'create', 'token', name, '--duration=2h')).trim();
-  const admin = JSON.parse(await kubectl('config', 'view', '--raw', '--minify', '-o', 'json'));
+/** A kubeconfig for a ServiceAccount (a bound token, two hours), on the bed's apiserver (or `run`'s), in a directory of its own. */
+export async function serviceAccountKubeconfig(namespace: string, name: string, run: (...args: string[]) => Promise<string> = kubectl): Promise<{ kubeconfig: string; token: string }> {
+  const token = (await run('-n', namespace, 'create', 'token', name, '--duration=2h')).trim();
+  const admin = JSON.parse(await run('config', 'view', '--raw', '--minify', '-o', 'json'));
   const kubeconfig = join(mkdtempSync(join(tmpdir(), `node-maint-sa-${name}-`)), 'kubeconfig');
   writeFileSync(kubeconfig, JSON.stringify({
     apiVersion: 'v1', kind: 'Config', 'current-context': name,

@@ -320,10 +320,10 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
  * turn with every file's leases, resets it, runs the case on it and frees it. A file's cases so spread over as many
  * nodes as are free, and no node is held idle for a file's later cases.
  */
-export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Promise<void>): () => Promise<void> {
+export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Promise<void>, ...resources: Array<`resource:${string}`>): () => Promise<void> {
   const file = callerFile();
   return async () => {
-    const [name] = await leaseAll([wanted], file);
+    const [name, ...extra] = await leaseAll([wanted, ...resources], file);
     const t = poolNode(name!, namespaceOf(file));
     try {
       await t.reset();
@@ -331,8 +331,8 @@ export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Prom
     } finally {
       // Else the next file's reset would find them, as another file's leftovers.
       await removeOwnPods(t, namespaceOf(file)).catch((e) => console.log(`${file}: ${(e as Error).message}`));
-      await release(name!);
-      timeline('freed', file, [name!]);
+      await Promise.all([name!, ...extra].map(release));
+      timeline('freed', file, [name!, ...extra]);
     }
   };
 }

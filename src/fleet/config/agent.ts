@@ -1,3 +1,5 @@
+import { parsePolicy, type AgentPolicy } from '../../agent/policy.js';
+import { messageOf } from '../../errors.js';
 import { ConfigError, objectOf, stringMap } from './values.js';
 
 // agent: the stack makes the node-maint agent itself (runbooks/agent.yaml through @pulumi/kubernetes), with access: agent.
@@ -10,12 +12,14 @@ export interface AgentConfig {
   nodeSelector: Record<string, string>;
   /** More environment for the agent (NODE_MAINT_PACKAGES, or the API's address where no kube-proxy serves the Service). */
   env: Record<string, string>;
+  /** What runs may ask of these agents, over the shipped policy (runbooks/agent/daemonset.yaml): its keys. */
+  policy: Partial<AgentPolicy>;
 }
 
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
 
 export function agentConfig(value: unknown, access: 'ssh' | 'agent'): AgentConfig | undefined {
-  const raw = objectOf('agent', value, ['image', 'imagePullPolicy', 'nodeSelector', 'env'], '{"image": "registry.example/node-maint/agent:0.1.0"}');
+  const raw = objectOf('agent', value, ['image', 'imagePullPolicy', 'nodeSelector', 'env', 'policy'], '{"image": "registry.example/node-maint/agent:0.1.0"}');
   if (!raw) return undefined;
   if (access !== 'agent') throw new ConfigError('agent', 'is read only with access: agent (the stack then makes the agent it runs each node through)');
   // An image reference's characters only: it goes into the DaemonSet as it is.
@@ -25,5 +29,13 @@ export function agentConfig(value: unknown, access: 'ssh' | 'agent'): AgentConfi
   const env = stringMap('agent.env', raw.env);
   const bad = Object.keys(env).find((k) => !/^[A-Z_][A-Z0-9_]*$/.test(k) || k === 'NODE_NAME');
   if (bad !== undefined) throw new ConfigError('agent.env', `${JSON.stringify(bad)} is not a variable the stack may set (upper case, digits and _; NODE_NAME is the agent's own)`);
-  return { image: raw.image, imagePullPolicy: policy as AgentConfig['imagePullPolicy'], nodeSelector: stringMap('agent.nodeSelector', raw.nodeSelector), env };
+  const owner = raw.policy ?? {};
+  if (typeof owner !== 'object' || Array.isArray(owner)) throw new ConfigError('agent.policy', 'must be an object of the agent policy\'s keys (packages, reboot, pendingUpgrades, ...)');
+  if ('leaseNamespace' in owner) throw new ConfigError('agent.policy.leaseNamespace', 'is the stack\'s leaseNamespace');
+  try {
+    parsePolicy(JSON.stringify(owner));
+  } catch (e) {
+    throw new ConfigError('agent.policy', messageOf(e));
+  }
+  return { image: raw.image, imagePullPolicy: policy as AgentConfig['imagePullPolicy'], nodeSelector: stringMap('agent.nodeSelector', raw.nodeSelector), env, policy: owner as Partial<AgentPolicy> };
 }

@@ -36,16 +36,29 @@ async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: stri
   const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : !!pod && r.spec.podref === pod);
   await save(`whereabouts-${namespace}-${pool}-${offset}.json`, { pool: { metadata: current.metadata, allocation: { [offset!]: entry } }, reservation });
   const escaped = offset!.replace(/~/g, '~0').replace(/\//g, '~1');
-  await cluster.request('PATCH', poolPath, [
-    { op: 'test', path: `/spec/allocations/${escaped}/id`, value: containerId },
-    { op: 'remove', path: `/spec/allocations/${escaped}` },
-  ], 'application/json-patch+json');
+  try {
+    await cluster.request('PATCH', poolPath, [
+      { op: 'test', path: `/spec/allocations/${escaped}/id`, value: containerId },
+      { op: 'remove', path: `/spec/allocations/${escaped}` },
+    ], 'application/json-patch+json');
+  } catch (e) {
+    // The test failed: the entry went or changed between the read and the patch; said as what it is now.
+    if (!(e instanceof ApiError && e.status === 422)) throw e;
+    const now = (await cluster.get<IpPool>(poolPath)).spec.allocations?.[offset!];
+    if (!now) return { finding: f, verdict: 'gone', detail: `${ip} in pool ${namespace}/${pool} released by someone else as this reclaim released it` };
+    throw e;
+  }
   let also = '';
   if (reservation && names(reservation)) {
-    await cluster.request('DELETE', `${WHEREABOUTS_GROUP}/namespaces/${namespace}/overlappingrangeipreservations/${reservation.metadata.name}`, {
-      preconditions: { uid: reservation.metadata.uid, resourceVersion: reservation.metadata.resourceVersion },
-    });
-    also = ` and its reservation ${reservation.metadata.name}`;
+    also = await cluster
+      .request('DELETE', `${WHEREABOUTS_GROUP}/namespaces/${namespace}/overlappingrangeipreservations/${reservation.metadata.name}`, {
+        preconditions: { uid: reservation.metadata.uid, resourceVersion: reservation.metadata.resourceVersion },
+      })
+      .then(
+        () => ` and its reservation ${reservation.metadata.name}`,
+        // The address is released either way: its reservation went, or was taken again, meanwhile (left as it is).
+        (e: unknown) => (e instanceof ApiError && [404, 409].includes(e.status) ? `; its reservation ${reservation.metadata.name} changed meanwhile and was left as it is` : Promise.reject(e)),
+      );
   }
   return { finding: f, verdict: 'freed', detail: `released ${ip} of ${pod} in whereabouts pool ${namespace}/${pool}${also}` };
 }

@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lastAuditScript, parseFacts, parseLastAudit } from '../../../src/agent/facts.js';
-import { agentRunArgs } from '../../../src/fleet/through-agent.js';
+import { agentUpgradeSpec } from '../../../src/fleet/through-agent.js';
+import { runArguments } from '../../../src/agent/spec.js';
 import { describeLastAudit, observedFromFacts, summarizeLastAudits } from '../../../src/fleet/observe.js';
 import { auditMetrics } from '../../../src/metrics/audit.js';
 import type { AuditReport } from '../../../src/leaks/types.js';
@@ -46,7 +47,8 @@ describe("a node's facts, as its agent publishes them", () => {
     });
     expect(observedFromFacts('n1', facts, targets, false, at.getTime())).not.toHaveProperty('rebootRequired');
     expect(observedFromFacts('n1', undefined, targets, false)).toMatch(/^no facts from a node-maint agent on it/);
-    expect(observedFromFacts('n1', facts, targets, false, at.getTime() + 20 * 60_000)).toBe("its agent's facts are 20 min old (from 2026-11-29T04:00:00.000Z; an agent publishes every 5 min: is it running?)");
+    expect(observedFromFacts('n1', facts, targets, false, at.getTime() + 100 * 60_000)).toHaveProperty('installed');
+    expect(observedFromFacts('n1', facts, targets, false, at.getTime() + 130 * 60_000)).toBe("its agent's facts are 130 min old (from 2026-11-29T04:00:00.000Z; an agent writes them when they change and at least hourly: is it running?)");
     expect(observedFromFacts('n1', facts, { 'containerd.io': '1.7' }, false, at.getTime())).toBe('its agent does not report containerd.io (it reports containerd, docker.io, runc: NODE_MAINT_PACKAGES in its DaemonSet)');
   });
 });
@@ -88,7 +90,7 @@ describe("the last audit's verdict among a node's facts", () => {
 });
 
 describe("a fleet node's run through its agent", () => {
-  it("carries the fleet's run options as upgrade-node's flags, and nothing about reaching the node", () => {
+  it("carries the fleet's run options as the MaintenanceRun's fields (what differs from the defaults), nothing about reaching the node", () => {
     const inputs = {
       node: 'n1',
       connection: { kind: 'agent' },
@@ -98,9 +100,15 @@ describe("a fleet node's run through its agent", () => {
       leaseNamespace: 'maint',
       allowNoRollback: true,
     } as NodeUpgradeInputs;
-    expect(agentRunArgs(inputs)).toEqual([
-      'n1', '--output', 'json', '--to', 'containerd=2,docker.io=3', '--reboot-if-required', '--reboot-timeout', '900s',
-      '--ignore-daemonsets', '--force', '--grace-period=-1', '--timeout', '600s', '--skip-wait-for-delete-timeout', '0s', '--lease-namespace', 'maint', '--allow-no-rollback',
+    const upgrade = agentUpgradeSpec(inputs);
+    expect(upgrade).toEqual({
+      targets: [{ package: 'containerd', version: '2' }, { package: 'docker.io', version: '3' }],
+      reboot: 'if-required', timeouts: { rebootSeconds: 900 }, drain: { ignoreDaemonSets: true, force: true }, allowNoRollback: true,
+    });
+    const at = { kubeconfig: '/run/k', textfileDir: '/m', leaseNamespace: 'maint', smokeNamespace: 'smoke' };
+    expect(runArguments({ nodeName: 'n1', requestedBy: 'stack', command: 'upgrade', output: 'json', upgrade }, at).args).toEqual([
+      'n1', '--output', 'json', '--transport', 'local', '--kubeconfig', '/run/k', '--textfile-dir', '/m', '--lease-namespace', 'maint', '--smoke-namespace', 'smoke',
+      '--to', 'containerd=2,docker.io=3', '--reboot-if-required', '--allow-no-rollback', '--ignore-daemonsets', '--force', '--reboot-timeout', '900s',
     ]);
   });
 });
