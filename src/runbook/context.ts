@@ -60,6 +60,7 @@ export function makeContext(input: ContextInput): RunContext {
     stop,
     journal,
     resuming: input.resuming,
+    boot: {},
     planned: {},
     async nodeState(o = {}) {
       if (cached && (!o.fresh || unchangedSinceRead())) return cached;

@@ -30,6 +30,8 @@ export interface StepRecord {
   startedAt: string;
   finishedAt?: string;
   summary: string;
+  /** The node's boot when the step was done (absent in journals written before it was read): a boot undoes some. */
+  boot?: string;
 }
 
 /** failed: the run stopped before it changed anything. */
@@ -106,6 +108,19 @@ export function isRollingBack(journal: Journal): boolean {
 export function finishedEarlier(journal: Journal, step: string): boolean {
   const status = journal.steps[step]?.status;
   return status === 'done' || status === 'nothing-to-do';
+}
+
+/**
+ * Of `names` (steps whose effect a boot undoes: kubelet stopped, sandbox networks torn down), those done on another
+ * boot than `now` that this run did not ask (a crash, a power cut): not done any more, so done again. After the run's
+ * own reboot nothing is: what follows it expects the boot's kubelet.
+ */
+export function undoneByBoot(journal: Journal, names: readonly string[], now: string | undefined): string[] {
+  if (!now || journal.reboot?.asked) return [];
+  return names.filter((n) => {
+    const r = journal.steps[n];
+    return r?.status === 'done' && r.boot !== undefined && r.boot !== now;
+  });
 }
 
 /** Steps that may have changed the node and are not undone yet, newest first: what a rollback undoes. */

@@ -12,6 +12,7 @@ import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
 import { waitForEarlierProcess } from './resume.js';
+import { kubeletAsBefore, readBoot, stepsUndoneByBoot, stopWhatABootStarted } from './boot.js';
 import { settleStopped } from './stopped.js';
 import { NEVER_STOPPED, throwIfStopped } from '../stop.js';
 import type { EventSink } from './events.js';
@@ -158,6 +159,8 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
     if (ctx.resuming && !options.dryRun) {
       await waitForEarlierProcess(ctx);
     }
+    if (!options.dryRun) await readBoot(ctx);
+    const redo = ctx.resuming ? stepsUndoneByBoot(ctx, report) : [];
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
     report.versions.before = journal.prior.packages;
@@ -174,7 +177,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
         skip(reports, emit, step, 'nothing-to-do', [Object.keys(options.targets).length > 0 ? 'runtime already at target' : '', options.reboot === 'if-required' ? 'no reboot required' : ''].filter(Boolean).join(', '));
         continue;
       }
-      if (ctx.resuming && finishedEarlier(journal, step.name)) {
+      if (ctx.resuming && finishedEarlier(journal, step.name) && !redo.includes(step.name)) {
         skip(reports, emit, step, 'done-earlier', journal.steps[step.name]!.summary);
         continue;
       }
@@ -183,7 +186,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
         journal.pointOfNoReturn = true;
         await ctx.saveJournal();
       }
-      const plan = await runStep(ctx, step, i, reports, emit);
+      const plan = await runStep(ctx, step, i, reports, emit, report);
       if (step.name === 'verify' && (plan as VerifyPlan).audit) report.audit = summarize((plan as VerifyPlan).audit!);
     }
     if (journaled) journal.status = 'completed';
@@ -253,7 +256,9 @@ async function settleFailure(ctx: RunContext, report: RunReport, emit: EventSink
   }
   let ok: boolean;
   try {
+    await stopWhatABootStarted(ctx, report, emit);
     ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+    if (ok) await kubeletAsBefore(ctx, report, emit);
   } catch (e) {
     if (ctx.stop.aborted) return settleStopped(ctx, report, e, 'rollback');
     // The rollback needs the Lease too: lost to another run, or not renewable (nor its journal writable) through the
@@ -287,7 +292,9 @@ async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSin
   report.versions.before = ctx.journal.prior?.packages ?? {};
   try {
     await waitForEarlierProcess(ctx);
+    await stopWhatABootStarted(ctx, report, emit);
     const ok = await rollbackFromJournal(ctx, STEPS, report, emit);
+    if (ok) await kubeletAsBefore(ctx, report, emit);
     report.result = ok ? 'rolled-back' : 'rollback-failed';
     report.exitCode = ok ? ExitCode.stepFailedRolledBack : ExitCode.rollbackFailed;
     if (!ok) report.next = 'run the same command again to retry the rollback';
@@ -301,17 +308,31 @@ async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSin
 
 /**
  * A step whose connection to the node broke is planned and applied again from what the node now is (steps are
- * idempotent: the plan observes), on a new connection: a cut session costs a retry, not a rollback.
+ * idempotent: the plan observes), on a new connection: a cut session costs a retry, not a rollback. A node that
+ * booted meanwhile (a power cut) first has what the boot undid done again (kubelet stopped, its sandboxes torn down).
  */
-async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink): Promise<StepPlan> {
-  return pRetry(() => runStepOnce(ctx, step, index, reports, emit), {
-    retries: 2,
-    minTimeout: 2_000,
-    shouldRetry: ({ error }) => error instanceof ConnectionLostError && !ctx.stop.aborted,
-    onFailedAttempt: ({ error }) => {
-      if (error instanceof ConnectionLostError) ctx.progress(`${error.message}; planning the step again on a new connection`);
+async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink, report?: RunReport): Promise<StepPlan> {
+  let attempt = 0;
+  return pRetry(
+    async () => {
+      if (attempt++ > 0 && report) {
+        await readBoot(ctx);
+        for (const name of stepsUndoneByBoot(ctx, report)) {
+          const i = STEPS.findIndex((s) => s.name === name);
+          if (i < index) await runStepOnce(ctx, STEPS[i]!, i, reports, emit);
+        }
+      }
+      return runStepOnce(ctx, step, index, reports, emit);
     },
-  });
+    {
+      retries: 2,
+      minTimeout: 2_000,
+      shouldRetry: ({ error }) => error instanceof ConnectionLostError && !ctx.stop.aborted,
+      onFailedAttempt: ({ error }) => {
+        if (error instanceof ConnectionLostError) ctx.progress(`${error.message}; planning the step again on a new connection`);
+      },
+    },
+  );
 }
 
 async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink): Promise<StepPlan> {
@@ -349,8 +370,10 @@ async function runStepOnce(ctx: RunContext, step: Step, index: number, reports: 
     for (const h of hooks) if (h.when === 'after') await runHook(ctx, h.point);
     const summary = result || plan.summary;
     Object.assign(record, { status: 'done', summary, durationMs: Date.now() - t0, detail: plan.detail });
+    // The run's own reboot moved it to a new boot: what follows is recorded on that one.
+    if (step.name === 'reboot-node' && journal.reboot?.after) ctx.boot.now = journal.reboot.after;
     if (journaled) {
-      journal.steps[step.name] = { status: 'done', startedAt, finishedAt: new Date().toISOString(), summary };
+      journal.steps[step.name] = { status: 'done', startedAt, finishedAt: new Date().toISOString(), summary, ...(ctx.boot.now ? { boot: ctx.boot.now } : {}) };
       await ctx.saveJournal();
     }
     emit({ type: 'step', phase: 'done', step: step.name, summary, durationMs: record.durationMs, actions: plan.actions });

@@ -22,6 +22,8 @@ export interface Step<P extends StepPlan = StepPlan> {
   undo: string;
   /** Runs apply even when the plan has no actions: a check such as the leak audit. */
   alwaysApply?: boolean;
+  /** A boot undoes its effect (systemd starts kubelet, kubelet sets up sandboxes): done again on a boot the run did not ask. */
+  undoneByBoot?: boolean;
   plan(ctx: RunContext): Promise<P>;
   apply(ctx: RunContext, plan: P): Promise<string | void>;
   verify(ctx: RunContext, plan: P): Promise<void>;
@@ -45,6 +47,8 @@ export interface RunContext {
   readonly journal: Journal;
   /** True when continuing a run a previous process left unfinished. */
   readonly resuming: boolean;
+  /** The node's boot as this process last read it (at its start, after the run's reboot): recorded with each step done. */
+  readonly boot: { now?: string };
   /** The plans of the steps before this one, in this run: a dry run reads them to plan as the real run would. */
   readonly planned: Partial<Record<string, StepPlan>>;
   /** The node's state: one round trip, cached until a step changes the node (fresh: true reads again). */

@@ -44,6 +44,7 @@ function perDirectory(files: string[]): Array<[string, number]> {
 export const clearState: Step<ClearPlan> = {
   name: 'clear-state',
   title: 'Clear leftover state',
+  undoneByBoot: true,
   undo: 'nothing restored: putting the files back would bring the leaks back; the backup stays on the node',
   async plan(ctx) {
     const state = await ctx.nodeState({ fresh: true });

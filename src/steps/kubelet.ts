@@ -55,7 +55,7 @@ async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
   );
 }
 
-async function startKubeletAndWait(ctx: RunContext): Promise<string> {
+export async function startKubeletAndWait(ctx: RunContext): Promise<string> {
   return waitUntilNodeReady(ctx, await startKubeletUnit(ctx));
 }
 
@@ -63,6 +63,7 @@ async function startKubeletAndWait(ctx: RunContext): Promise<string> {
 export const stopKubelet: Step = {
   name: 'stop-kubelet',
   title: 'Stop kubelet',
+  undoneByBoot: true,
   undo: 'start kubelet if it ran before the run, and wait for the node to be Ready',
   async plan(ctx) {
     if (!(await kubeletActive(ctx))) return { actions: [], summary: 'kubelet is not running' };

@@ -39,6 +39,7 @@ export function planTeardown(state: NodeState, cidr: string | undefined): Omit<T
 export const teardownSandboxes: Step<TeardownPlan> = {
   name: 'teardown-sandboxes',
   title: 'Tear down sandbox networks',
+  undoneByBoot: true,
   undo: 'nothing to undo: a torn-down network cannot be put back; kubelet sets up every pod anew when it starts',
   async plan(ctx) {
     const state = await ctx.nodeState({ fresh: true });

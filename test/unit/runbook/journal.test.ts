@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finishedEarlier, isRollingBack, isUnfinished, newJournal, parseJournal, rebootInFlight, stepsToUndo } from '../../../src/runbook/journal.js';
+import { finishedEarlier, isRollingBack, isUnfinished, newJournal, parseJournal, rebootInFlight, stepsToUndo, undoneByBoot } from '../../../src/runbook/journal.js';
 import { STEPS } from '../../../src/steps/index.js';
 
 const order = STEPS.map((s) => s.name);
@@ -20,6 +20,19 @@ describe('the journal', () => {
     expect(finishedEarlier(j, 'cordon')).toBe(true);
     expect(finishedEarlier(j, 'stop-kubelet')).toBe(true);
     expect(finishedEarlier(j, 'drain')).toBe(false);
+  });
+  it('takes what a boot undoes (kubelet stopped, sandboxes torn down) as undone on a boot the run did not ask, and only then', () => {
+    const j = newJournal('r', 'n', 'h', { containerd: '2' });
+    const on = (boot?: string, status: any = 'done') => ({ status, startedAt: '', summary: '', ...(boot ? { boot } : {}) });
+    const names = ['stop-kubelet', 'teardown-sandboxes', 'clear-state'];
+    j.steps = { 'stop-kubelet': on('a/1'), 'teardown-sandboxes': on('a/1'), 'clear-state': on(undefined), 'upgrade-runtime': on(undefined, 'applying') };
+    expect(undoneByBoot(j, names, 'a/1')).toEqual([]);
+    // A power cut: the boot changed, and this run asked no reboot.
+    expect(undoneByBoot(j, names, 'a/9')).toEqual(['stop-kubelet', 'teardown-sandboxes']);
+    expect(undoneByBoot(j, names, undefined)).toEqual([]);
+    // The run's own reboot: what follows it expects the boot's kubelet.
+    j.reboot = { before: 'a/1', at: 't', asked: 't' };
+    expect(undoneByBoot(j, names, 'a/9')).toEqual([]);
   });
   it('expects a node silent only between the reboot it took and its new boot, in a run not finished', () => {
     const j = newJournal('r', 'n', 'h', {});

@@ -1,0 +1,49 @@
+import { bootIdentity, shortBoot } from '../node/reboot.js';
+import { kubeletActive, startKubeletAndWait, stopKubeletForRollback } from '../steps/kubelet.js';
+import { STEPS } from '../steps/index.js';
+import type { EventSink } from './events.js';
+import { undoneByBoot } from './journal.js';
+import type { RunReport } from './report.js';
+import type { RunContext } from './step.js';
+
+// A boot the run did not ask (a crash, a power cut) undoes what some steps did: systemd starts the enabled kubelet,
+// which sets up sandboxes again. Those steps are not "done earlier" on the new boot: a resume does them again (kubelet
+// stopped, the boot's sandboxes torn down by CNI DEL, the state cleared) before the runtime is touched, and a
+// rollback stops kubelet and tears down before it reinstalls. The report says what the boot undid.
+
+const BOOT_UNDONE = STEPS.filter((s) => s.undoneByBoot).map((s) => s.name);
+
+/** The node's boot now, for what this process records (unknown when it cannot be read: nothing is then done again). */
+export async function readBoot(ctx: RunContext): Promise<void> {
+  ctx.boot.now = await bootIdentity(ctx.reader).catch(() => undefined);
+}
+
+/** The steps a resume does again since the node booted under the run, said once. */
+export function stepsUndoneByBoot(ctx: RunContext, report: RunReport): string[] {
+  const redo = undoneByBoot(ctx.journal, BOOT_UNDONE, ctx.boot.now);
+  if (redo.length === 0) return redo;
+  const before = ctx.journal.steps[redo[0]!]!.boot!;
+  report.bootUndid = { before, after: ctx.boot.now!, redone: redo };
+  ctx.progress(`${ctx.options.node} booted since it was worked on (boot ${shortBoot(before)} -> ${shortBoot(ctx.boot.now!)}), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: ${redo.join(', ')}`);
+  return redo;
+}
+
+/** Before a rollback reinstalls: the kubelet a boot started again stopped, and what it set up torn down by CNI DEL. */
+export async function stopWhatABootStarted(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
+  await readBoot(ctx);
+  if (undoneByBoot(ctx.journal, ['stop-kubelet'], ctx.boot.now).length === 0 || !(await kubeletActive(ctx))) return;
+  const summary = `${ctx.options.node} booted since the run stopped kubelet, not by this run: ${await stopKubeletForRollback(ctx)}`;
+  report.rollback.push({ step: 'boot', status: 'done', summary });
+  emit({ type: 'rollback', phase: 'done', step: 'boot', summary });
+}
+
+/**
+ * After a rollback: kubelet as it was before the run (the observed prior state), whoever stopped it since (an earlier
+ * rollback's retry after an operator stopped it by hand, as that rollback's words told them to).
+ */
+export async function kubeletAsBefore(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
+  if (!ctx.journal.prior?.kubeletActive || (await kubeletActive(ctx))) return;
+  const summary = `kubelet started again, as it ran before the run: ${await startKubeletAndWait(ctx)}`;
+  report.rollback.push({ step: 'stop-kubelet', status: 'done', summary });
+  emit({ type: 'rollback', phase: 'done', step: 'stop-kubelet', summary });
+}

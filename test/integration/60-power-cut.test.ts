@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { bed, bedDocker, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { requesterKubeconfig, withAgent, withoutSsh } from './agent.js';
+import { clearFault, expectServing, FAULTS_DIR, report, setFault, stepLine, upgradeArgs, type Target } from './faults.js';
+import { bootOf } from './fixtures.js';
+import { onLeasedNode } from './pool.js';
+
+// A power cut under a run (issue 43 item 1): the node's container killed and started again, as a node that lost power
+// and booted. On the new boot systemd starts the enabled kubelet, which sets up sandboxes again: what the run did
+// before the cut is then not done, and whatever goes on with the run (the same process, the same command, the
+// agent) stops kubelet again and tears down what the boot set up before it touches the runtime, or rolls back having
+// done so. Watched on the node from the new boot on: no install while kubelet is active.
+
+const WATCH = '/var/tmp/node-maint-test-install-under-kubelet';
+
+/** The cut, and the node booted again (its systemd up). */
+async function powerCut(t: Target): Promise<void> {
+  const before = await bootOf(t);
+  await bedDocker('kill', t.container);
+  await new Promise((r) => setTimeout(r, 3_000));
+  await bedDocker('start', t.container);
+  await waitFor(async () => (await bootOf(t).catch(() => before)) !== before && /running|degraded|starting/.test(await t.sh('systemctl is-system-running || true').catch(() => '')), 120_000, `${t.name} booted`);
+}
+
+/** From now on, every 0.3 s on the node: dpkg unpacking or configuring while kubelet is active, written down. */
+async function watchInstallsUnderKubelet(t: Target): Promise<() => Promise<string>> {
+  await t.sh(`rm -f ${WATCH} ${WATCH}.stop; nohup sh -c 'while [ ! -e ${WATCH}.stop ]; do if pgrep -f "dpkg .*--(unpack|configure|install)" >/dev/null && systemctl is-active -q kubelet; then echo "$(date +%T) dpkg under an active kubelet" >> ${WATCH}; fi; sleep 0.3; done' >/dev/null 2>&1 &`);
+  return async () => {
+    await t.sh(`touch ${WATCH}.stop`);
+    return (await t.sh(`cat ${WATCH} 2>/dev/null; rm -f ${WATCH} ${WATCH}.stop; true`)).trim();
+  };
+}
+
+const unpackStarted = (t: Target) => waitFor(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes', 300_000, 'the unpack to start');
+
+describe('a power cut under a run', () => {
+  it.concurrent('over SSH, while dpkg unpacks (containerd): the run rolls back or goes on without installing under the boot\'s kubelet; the same command then finishes, the audit clean', onLeasedNode('containerd', async (t) => {
+    const version = bed().containerd.faulty;
+    await setFault(t, 'preinst-slow');
+    const first = upgradeNode(upgradeArgs(t, version));
+    await unpackStarted(t);
+    await powerCut(t);
+    const installsUnderKubelet = await watchInstallsUnderKubelet(t);
+    const cut = await first;
+    await clearFault(t, 'preinst-slow');
+    // Whichever way the run went once the node answered again: never an install under the boot's kubelet.
+    expect([0, 11], cut.stderr).toContain(cut.code);
+    if (cut.code === 11) expect(report(cut).rollback.find((r: any) => r.step === 'boot')?.summary, cut.stderr).toMatch(/booted since the run stopped kubelet, not by this run: kubelet stopped for the runtime rollback/);
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    expect(report(again)).toMatchObject({ audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
+    expect(await installsUnderKubelet()).toBe('');
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('over SSH, in the teardown (docker), the run killed with it: the same command stops the boot\'s kubelet and tears down its sandboxes again (CNI DEL first), then upgrades', onLeasedNode('docker', async (t) => {
+    const version = bed().containerd.new;
+    let cut: Promise<void> | undefined;
+    // The machine that ran it gone too: nothing of this process goes on after the cut.
+    const first = await upgradeNode(upgradeArgs(t, version), {
+      onStderr: (text, kill) => {
+        if (cut || !text.includes(stepLine('teardown-sandboxes'))) return;
+        kill();
+        cut = powerCut(t);
+      },
+    });
+    expect(first.code).toBe(137);
+    await cut;
+    await waitFor(async () => (await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`)).items.some((p: any) => p.status.phase === 'Running'), 120_000, "the boot's kubelet running pods again");
+    const installsUnderKubelet = await watchInstallsUnderKubelet(t);
+    const again = await upgradeNode(upgradeArgs(t, version));
+    expect(again.code, again.stderr).toBe(0);
+    const r = report(again);
+    expect(r).toMatchObject({ mode: 'resume', bootUndid: { redone: ['stop-kubelet'] }, audit: { verdict: 'clean' } });
+    expect(again.stderr).toMatch(/booted since it was worked on \(boot \S+ -> \S+\), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: stop-kubelet/);
+    expect(r.steps.find((s: any) => s.name === 'stop-kubelet').status).toBe('done');
+    expect(r.steps.find((s: any) => s.name === 'teardown-sandboxes')).toMatchObject({ status: 'done', summary: expect.stringMatching(/torn down/) });
+    expect(await installsUnderKubelet()).toBe('');
+    await expectServing(t, version);
+  }));
+
+  it.concurrent('through the agent, while dpkg unpacks (docker): the agent, back on the new boot, continues the run from its journal; kubelet stopped and the boot\'s sandboxes (its own pod\'s too) torn down again before the install', onLeasedNode('docker', async (t) => {
+    const version = bed().containerd.faulty;
+    await withAgent(t, () => withoutSsh(t, async () => {
+      await setFault(t, 'preinst-slow');
+      const run = upgradeNode([t.name, '--via', 'agent', '--output', 'json', '--ignore-daemonsets', '--delete-emptydir-data', '--force', '--grace-period', '5', '--kubeconfig', await requesterKubeconfig(), '--to', `containerd=${version}`]);
+      await unpackStarted(t);
+      await powerCut(t);
+      const installsUnderKubelet = await watchInstallsUnderKubelet(t);
+      const r = await run;
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run \\w+ is unfinished \\(running\\): continuing it`));
+      expect(report(r)).toMatchObject({ mode: 'resume', bootUndid: { redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
+      expect(await installsUnderKubelet()).toBe('');
+      await expectServing(t, version);
+    }));
+  }));
+});
