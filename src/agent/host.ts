@@ -20,10 +20,15 @@ export const TEXTFILE_DIR = join(HOST_DIR, 'metrics');
 export const AUDIT_FILE = join(TEXTFILE_DIR, AUDIT_TEXTFILE);
 /** Where a run's credentials go on the host: tmpfs, root only, gone at the next boot (a new boot gets new ones). */
 export const HOST_SECRETS_DIR = '/run/node-maint/agent';
-/** The image's own Node.js, its libraries and the bundled CLI (testbed/lib/agent.sh builds it). */
+/** The image's own Node.js, its loader and libraries and the bundled CLI (runbooks/agent-image.mjs builds it). */
 export const IMAGE_DIR = '/opt/node-maint';
 
 const NSENTER = ['-t', '1', '-m', '-u', '-i', '-n', '-p', '--'];
+/**
+ * The host's own programs, by their absolute paths: the image's nsenter is busybox's, which runs its own applet for
+ * a bare name it has one for (its sh, its dpkg, which knows no --compare-versions) instead of the host's program.
+ */
+const HOST = { sh: '/bin/sh', systemctl: '/usr/bin/systemctl', systemdRun: '/usr/bin/systemd-run', dpkg: '/usr/bin/dpkg', dpkgQuery: '/usr/bin/dpkg-query' };
 
 async function onHost(args: string[], timeoutMs = 30_000): Promise<string> {
   try {
@@ -36,7 +41,7 @@ async function onHost(args: string[], timeoutMs = 30_000): Promise<string> {
 }
 
 /** The host's boot as the runbook tells boots apart (kernel boot_id and PID 1's start: a node in a container too). */
-export const bootId = async () => parseBootIdentity(await onHost(['sh', '-c', BOOT_IDENTITY_SCRIPT]));
+export const bootId = async () => parseBootIdentity(await onHost([HOST.sh, '-c', BOOT_IDENTITY_SCRIPT]));
 
 /**
  * The image's runtime copied to the host once per image; the folder the unit runs it from. Called as a run starts,
@@ -105,42 +110,43 @@ export async function startUnit(unit: string, runtime: string, id: string): Prom
   await mkdir(join(HOST_DIR, 'runs'), { recursive: true });
   await pruneRuns();
   await onHost([
-    'systemd-run', `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
+    HOST.systemdRun, `--unit=${unit}`, '--description=node-maint run started by its agent', '--property=RemainAfterExit=yes',
     `--property=StandardOutput=append:${reportFile(id)}`, `--property=StandardError=append:${outputFile(id)}`, '--property=Type=exec',
     // A stop of the unit ends the run's own process only: an apt or dpkg it left going at its safe point finishes.
     '--property=KillMode=process',
     // A shutdown (the run's own reboot) stops it like a SIGTERM: its stop is said within 30 s, not the default 90 s.
     '--property=TimeoutStopSec=30',
-    join(runtime, 'lib', 'ld-linux-x86-64.so.2'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'), id,
+    join(runtime, 'lib', 'ld.so'), '--library-path', join(runtime, 'lib'), join(runtime, 'bin', 'node'), join(runtime, 'app', 'dist', 'agent', 'unit.js'), id,
   ]);
 }
 
 /** The run units systemd knows on the host now (this boot's), by name. */
 export async function runUnits(): Promise<string[]> {
-  const out = await onHost(['systemctl', 'list-units', '--all', '--no-legend', '--plain', 'node-maint-run-*']);
+  const out = await onHost([HOST.systemctl, 'list-units', '--all', '--no-legend', '--plain', 'node-maint-run-*']);
   return out.split('\n').map((l) => l.trim().split(/\s+/)[0]!).filter((u) => /^node-maint-run-[0-9a-f]+\.service$/.test(u)).map((u) => u.replace(/\.service$/, ''));
 }
 
 /** How many processes are left in the unit's cgroup (an apt the run left going at a stop), or undefined: none to read. */
 export async function unitProcesses(unit: string): Promise<number | undefined> {
-  const cgroup = (await onHost(['systemctl', 'show', `${unit}.service`, '--property=ControlGroup', '--value'])).trim();
+  const cgroup = (await onHost([HOST.systemctl, 'show', `${unit}.service`, '--property=ControlGroup', '--value'])).trim();
   if (!/^\/[A-Za-z0-9@._/-]*$/.test(cgroup)) return undefined;
   // cgroup v1 (systemd's own hierarchy), hybrid, or v2.
   const script = `for d in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do f="$d${cgroup}/cgroup.procs"; if [ -f "$f" ]; then wc -l < "$f"; exit 0; fi; done; echo none`;
-  const n = (await onHost(['sh', '-c', script])).trim();
+  const n = (await onHost([HOST.sh, '-c', script])).trim();
   return /^\d+$/.test(n) ? Number(n) : undefined;
 }
 
-/** A package's cleanly installed version on the host, or undefined (not installed, half installed). */
+/** A package's installed version on the host (held or not: "hi", "ii"), or undefined (not installed, half installed). */
 export async function installedVersion(pkg: string): Promise<string | undefined> {
-  const out = await onHost(['dpkg-query', '-W', '-f=${db:Status-Abbrev}|${Version}', pkg]).catch(() => '');
-  const [status, version] = out.split('|');
-  return status?.trim() === 'ii' && version ? version : undefined;
+  const out = await onHost([HOST.dpkgQuery, '-W', '--showformat=${db:Status-Abbrev}|${Version}', pkg]).catch(() => '');
+  const [status = '', version] = out.split('|');
+  // The second letter is dpkg's state of the package: i, installed (the first is what is wanted: install or hold).
+  return status[1] === 'i' && status[2] === ' ' && version ? version : undefined;
 }
 
 /** dpkg's own order of versions: is `a` older than `b`? */
 export async function olderThan(a: string, b: string): Promise<boolean> {
-  return exec('nsenter', [...NSENTER, 'dpkg', '--compare-versions', a, 'lt', b], { timeout: 30_000 }).then(
+  return exec('nsenter', [...NSENTER, HOST.dpkg, '--compare-versions', a, 'lt', b], { timeout: 30_000 }).then(
     () => true,
     (e: { code?: number }) => (e.code === 1 ? false : Promise.reject(new RunbookError('preflight', `on the host: dpkg --compare-versions ${a} lt ${b} failed`, { cause: e }))),
   );
@@ -155,7 +161,7 @@ export interface UnitState {
 }
 
 export async function unitState(unit: string): Promise<UnitState> {
-  const out = await onHost(['systemctl', 'show', `${unit}.service`, '--property=LoadState,ActiveState,SubState,ExecMainCode,ExecMainStatus,ExecMainPID']);
+  const out = await onHost([HOST.systemctl, 'show', `${unit}.service`, '--property=LoadState,ActiveState,SubState,ExecMainCode,ExecMainStatus,ExecMainPID']);
   const p = Object.fromEntries(out.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   if (p.LoadState !== 'loaded') return { known: false, running: false };
   const running = p.SubState === 'running' || p.SubState === 'start';
@@ -166,12 +172,12 @@ export async function unitState(unit: string): Promise<UnitState> {
 }
 
 /** A read-only script on the host (its facts), its output. */
-export const readOnHost = (script: string) => onHost(['sh', '-c', script], 60_000);
+export const readOnHost = (script: string) => onHost([HOST.sh, '-c', script], 60_000);
 
 /** The host is shutting down (a reboot the run asked): what ends now is not the run's end, the next boot goes on. */
 export async function shuttingDown(): Promise<boolean> {
   // It exits non-zero for every state but "running", and prints the state either way.
-  const state = await exec('nsenter', [...NSENTER, 'systemctl', 'is-system-running'], { timeout: 30_000 }).then(
+  const state = await exec('nsenter', [...NSENTER, HOST.systemctl, 'is-system-running'], { timeout: 30_000 }).then(
     (r) => r.stdout,
     (e: { stdout?: string }) => e.stdout ?? '',
   );
@@ -180,13 +186,13 @@ export async function shuttingDown(): Promise<boolean> {
 
 /** The operator's stop, passed to the run as the signal it would get in a terminal. */
 export async function signalUnit(unit: string, signal: string): Promise<void> {
-  await onHost(['systemctl', 'kill', '--kill-who=main', `--signal=${signal}`, `${unit}.service`]);
+  await onHost([HOST.systemctl, 'kill', '--kill-who=main', `--signal=${signal}`, `${unit}.service`]);
 }
 
 /** The ended run's unit gone from systemd (stopped, its failed state reset); a unit systemd does not know is no error. */
 export async function removeUnit(unit: string): Promise<void> {
-  await onHost(['systemctl', 'stop', `${unit}.service`]).catch(() => undefined);
-  await onHost(['systemctl', 'reset-failed', `${unit}.service`]).catch(() => undefined);
+  await onHost([HOST.systemctl, 'stop', `${unit}.service`]).catch(() => undefined);
+  await onHost([HOST.systemctl, 'reset-failed', `${unit}.service`]).catch(() => undefined);
 }
 
 /** The run's progress from `offset` on (bytes), as far as it was written. */

@@ -236,7 +236,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
         if (unit) await t.sh(`systemctl unmask ${unit}.service`);
       }
       expect(refused.code, refused.stderr).toBe(10);
-      expect(refused.stderr).toMatch(new RegExp(`node-maint agent: could not start the run on ${t.name}: on the host: systemd-run --unit=${unit} [^]*Failed to start transient service unit: Unit ${unit}\\.service was already loaded or has a fragment file\\.[^]*; nothing was started`));
+      expect(refused.stderr).toMatch(new RegExp(`node-maint agent: could not start the run on ${t.name}: on the host: /usr/bin/systemd-run --unit=${unit} [^]*Failed to start transient service unit: Unit ${unit}\\.service was already loaded or has a fragment file\\.[^]*; nothing was started`));
       await untouched();
     }));
   }));

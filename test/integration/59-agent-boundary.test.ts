@@ -78,19 +78,21 @@ describe('the agent as a trust boundary, with the shipped manifests', () => {
       for (const [spec, words] of byAgent) {
         const r = await as(requester, ['create'], run(t.name, spec, me));
         expect(r.ok, r.out).toBe(true);
-        await waitFor(async () => (await kubectlJson('get', 'maintenancerun', t.name)).status?.phase === 'Refused', 30_000, 'the agent to refuse it');
+        await waitFor(async () => !!(await kubectlJson('get', 'maintenancerun', t.name)).status?.phase, 30_000, `the agent to decide on ${JSON.stringify(spec)}`);
         const { status } = await kubectlJson('get', 'maintenancerun', t.name);
-        expect(status).toMatchObject({ exitCode: 2, message: expect.stringContaining(words) });
+        expect(status, JSON.stringify(spec)).toMatchObject({ phase: 'Refused', exitCode: 2, message: expect.stringContaining(words) });
         expect(status.message).toMatch(/^refused the request, which asks what the node's owner does not allow: .*; nothing was started$/);
         await untouched(t);
+        // What an operator sees of it.
+        const seen = (await as(requester, ['get', 'maintenanceruns'])).out;
+        expect(seen).toMatch(/^NAME\s+NODE\s+COMMAND\s+PHASE\s+STEP\s+EXIT\s+AGE\n/);
+        expect(seen).toMatch(new RegExp(`^${t.name}\\s+${t.name}\\s+upgrade\\s+Refused\\s+2\\s+\\d+s$`, 'm'));
         expect((await as(requester, ['delete', 'maintenancerun', t.name])).ok).toBe(true);
       }
       // The CLI says the same before it asks anything.
       const cli = await auditNode([t.name, '--via', 'agent', '--reclaim', '--output', 'json', '--kubeconfig', requester]);
       expect(cli.code).toBe(2);
       expect(JSON.parse(cli.stdout).error.message).toMatch(/^--reclaim does not go with --via agent: no request reaches a release of IPAM records/);
-      const printed = await kubectl('get', 'maintenanceruns');
-      expect(printed.split('\n')[0]).toMatch(/^NAME\s+NODE\s+COMMAND\s+PHASE\s+STEP\s+EXIT\s+AGE$/);
     });
   }));
 
@@ -119,7 +121,7 @@ describe('the agent as a trust boundary, with the shipped manifests', () => {
         const ownNode = { apiVersion: 'v1', kind: 'Node', name: t.name };
         for (const spec of [{ expirationSeconds: 3600 }, { expirationSeconds: 3600, boundObjectRef: { ...ownNode, name: OTHER } }, { expirationSeconds: 86400, boundObjectRef: ownNode }]) {
           const r = await mint(spec);
-          expect(r.ok, JSON.stringify(spec)).toBe(false);
+          expect(r.ok, `${JSON.stringify(spec)}: ${r.out}`).toBe(false);
           expect(r.out).toContain(`an agent asks tokens only for its runs (node-maint/node-maint-run), bound to its own node (${t.name}), for 6 hours at most`);
         }
         // Its runs' token: bound to its node, and held to it.
@@ -133,7 +135,7 @@ describe('the agent as a trust boundary, with the shipped manifests', () => {
           expect(r.ok, r.out).toBe(false);
           expect(r.out).toMatch(words);
         };
-        await runRefused(['cordon', other], new RegExp(`a run changes only its own node \\(${t.name}\\), not ${other}`));
+        await runRefused(['label', 'node', other, 'node-maint.io/boundary-test=x', '--overwrite'], new RegExp(`a run changes only its own node \\(${t.name}\\), not ${other}`));
         await runRefused(['-n', 'kube-system', 'run', 'escape', '--image=testbed/busybox:1', '--restart=Never'], /forbidden/);
         const pinned = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'escape', namespace: 'node-maint-smoke' }, spec: { nodeName: other, securityContext: { runAsNonRoot: true, runAsUser: 65534, seccompProfile: { type: 'RuntimeDefault' } }, containers: [{ name: 'c', image: 'testbed/busybox:1', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }] } };
         await runRefused(['create'], new RegExp(`a run starts and removes only pods pinned to its own node \\(${t.name}\\)`), pinned);
