@@ -92,10 +92,12 @@ async function advance(setup: AgentSetup, host: AgentHost, run: MaintenanceRun):
     if (run.spec.stop) return ended(setup, status, ExitCode.stopped, `a stop was asked (${run.spec.stop.reason}) before the run started: nothing was started`);
     return withPolicy(setup, status, (policy) => start(setup, host, { status, spec, policy, id, boot }));
   }
-  if (status.boot === boot) return ended(setup, status, ExitCode.internal, `the run's unit ${unit} is gone from ${setup.node} without its exit status (removed by hand?)`);
   // Its reboot step's shutdown ends the run's process too: the next boot decides, not this one's last look.
-  if (await host.shuttingDown()) return undefined;
-  return withPolicy(setup, status, (policy) => afterBoot(setup, host, { status, spec, policy, id, boot }));
+  if (status.boot !== boot && (await host.shuttingDown())) return undefined;
+  // The run's process is gone: all it wrote is published before the agent's own word on it.
+  const done = await withRestOfOutput(host, status, id);
+  if (status.boot === boot) return ended(setup, done, ExitCode.internal, `the run's unit ${unit} is gone from ${setup.node} without its exit status (removed by hand?)`);
+  return withPolicy(setup, done, (policy) => afterBoot(setup, host, { status: done, spec, policy, id, boot }));
 }
 
 /** The owner's policy for what follows (where the run's Lease is), or the run ended saying there is none. */
@@ -183,6 +185,12 @@ async function afterBoot(setup: AgentSetup, host: AgentHost, s: Starting): Promi
   }
   const why = unfinished && journal ? `its journal says run ${journal.runId} is unfinished (${journal.status}): continuing it` : 'the run had not begun its work: starting it';
   return start(setup, host, { ...s, status: say(status, `${node} is up on a new boot, and ${why}`) });
+}
+
+/** The status with the rest of the run's output, half lines too (its process is gone). */
+async function withRestOfOutput(host: AgentHost, status: RunStatus, id: string): Promise<RunStatus> {
+  const rest = await host.readOutput(id, status.read ?? 0);
+  return rest.length === 0 ? status : { ...status, ...appendOutput(status, rest.toString()), read: (status.read ?? 0) + rest.length, step: lastStep(rest.toString(), status.step) };
 }
 
 interface Following {

@@ -1,5 +1,6 @@
 import { isAlreadyExists, type Cluster } from '../cluster/api.js';
 import { listAll } from '../cluster/list.js';
+import { getNode } from '../cluster/nodes.js';
 import { isPodReady } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { requirePermissions, type Permission } from '../cluster/permissions.js';
@@ -22,6 +23,7 @@ const WITHDRAWAL_MS = 20_000;
 /** What asking a run needs (runbooks/agent/requester.yaml): the node's MaintenanceRun, and a look at its agent's pod. */
 export const REQUEST_PERMISSIONS: Permission[] = [
   ...['get', 'create', 'patch', 'delete'].map((verb) => ({ verb, group: RUN_GROUP, resource: RUN_RESOURCE, write: verb !== 'get' })),
+  { verb: 'get', group: '', resource: 'nodes' },
   { verb: 'list', group: '', resource: 'pods', namespace: AGENT_NAMESPACE },
 ];
 
@@ -48,11 +50,13 @@ export async function whoAmI(cluster: Cluster): Promise<string> {
 export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<number> {
   const say = (line: string) => v.io.stderr(`node-maint: ${line}\n`);
   const node = v.spec.nodeName;
-  await requirePermissions(cluster, REQUEST_PERMISSIONS, `the kubeconfig's user ${cluster.user}`, 'run through the agent', 'runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, and list pods in node-maint');
+  await requirePermissions(cluster, REQUEST_PERMISSIONS, `the kubeconfig's user ${cluster.user}`, 'run through the agent', 'runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, get nodes, and list pods in node-maint');
+  await getNode(cluster, node);
   const spec: RunSpec = { ...v.spec, requestedBy: await whoAmI(cluster) };
   const existing = await getRun(cluster, node);
   if (existing && !isEnded(existing) && !isWithdrawn(existing)) return attach(cluster, v, existing, spec, say);
-  if (existing && isEnded(existing) && runOf(existing.spec) === runOf(spec) && existing.metadata.annotations?.[DELIVERED_ANNOTATION] !== 'true') {
+  // An ended run of the same ask that started and whose end no caller printed: printed now, not asked again.
+  if (existing && isEnded(existing) && (existing.status?.starts ?? 0) > 0 && runOf(existing.spec) === runOf(spec) && existing.metadata.annotations?.[DELIVERED_ANNOTATION] !== 'true') {
     say(`the run asked on ${node} at ${existing.metadata.creationTimestamp} ended while no caller followed it: its output and report follow`);
     return follow(cluster, v, existing, { say });
   }

@@ -33,6 +33,8 @@ export interface NodeFacts {
   rebootRequired?: string;
   /** The leak audit of the last run the agent started (its textfile), absent before the first. */
   lastAudit?: LastAudit;
+  /** What an uninstall did on the node ("uninstalled: ..." or "refused: ..."): its agent's last word. */
+  uninstall?: string;
 }
 
 export interface LastAudit {

@@ -30,6 +30,7 @@ const NSENTER = ['-t', '1', '-m', '-u', '-i', '-n', '-p', '--'];
  */
 const HOST = { sh: '/bin/sh', systemctl: '/usr/bin/systemctl', systemdRun: '/usr/bin/systemd-run', dpkg: '/usr/bin/dpkg', dpkgQuery: '/usr/bin/dpkg-query' };
 
+/** A command on the host (PID 1's namespaces), its output; said with the host's words when it fails. */
 async function onHost(args: string[], timeoutMs = 30_000): Promise<string> {
   try {
     const { stdout } = await exec('nsenter', [...NSENTER, ...args], { timeout: timeoutMs });
@@ -169,6 +170,13 @@ export async function unitState(unit: string): Promise<UnitState> {
   // ExecMainCode 1 is an exit (its status the code); 2 and 3 a signal (said as 128 + signal, as a shell does).
   const status = Number(p.ExecMainStatus);
   return { known: true, running: false, exit: p.ExecMainCode === '1' ? status : 128 + status };
+}
+
+/** Folders removed on the host itself (where they are no mount), and their parents if nothing else is left in them. */
+export async function removeFromHost(dirs: string[]): Promise<void> {
+  const parents = [...new Set(dirs.map((d) => join(d, '..')))];
+  await onHost(['/bin/rm', '-rf', '--one-file-system', ...dirs]);
+  await onHost(['/bin/rmdir', '--ignore-fail-on-non-empty', ...parents]).catch(() => undefined);
 }
 
 /** A read-only script on the host (its facts), its output. */

@@ -11,6 +11,7 @@ import { factsLoop } from './facts-loop.js';
 import { AUDIT_FILE, readOnHost } from './host.js';
 import { parsePolicy, POLICY_FILE, type AgentPolicy } from './policy.js';
 import { RunWatch } from './run-watch.js';
+import { uninstallMain } from './uninstall.js';
 
 // The agent's pod: its node from the downward API (NODE_NAME), the cluster from its ServiceAccount (a token kubelet
 // binds to the pod, so it carries the node's name), its owner's policy from a file. It listens on no port. Idle, it
@@ -39,6 +40,7 @@ async function main(): Promise<void> {
   const node = validateNodeName(process.env.NODE_NAME ?? '');
   const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
   const cluster = await Cluster.connect({ onRetry: log });
+  if (process.argv.includes('--uninstall')) await uninstallMain(cluster, node, log);
   const policy = await readPolicy();
   log(`agent for ${node}: runs asked in MaintenanceRun ${node}; ${typeof policy === 'string' ? policy : `packages ${policy.packages.join(', ') || 'none'}, leases in ${policy.leaseNamespace}, smoke pods in ${policy.smokeNamespace}`}`);
   // A drift between what the manifest grants and what this code needs is said at the start, not found mid-run.

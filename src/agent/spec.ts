@@ -48,8 +48,12 @@ export interface RunSpec {
   stop?: { reason: string; at?: string };
 }
 
+/** A value with its objects' keys in order: the API server gives a spec back in an order of its own. */
+const canonical = (v: unknown): unknown =>
+  Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
+
 /** The run-defining part of a spec (what is asked, not who asked or whether it was stopped), to tell two asks apart. */
-export const runOf = ({ nodeName, command, output, upgrade, audit }: RunSpec) => JSON.stringify({ nodeName, command, output: output ?? 'text', upgrade: upgrade ?? null, audit: audit ?? null });
+export const runOf = ({ nodeName, command, output, upgrade, audit }: RunSpec) => JSON.stringify(canonical({ nodeName, command, output: output ?? 'text', upgrade: upgrade ?? null, audit: audit ?? null }));
 
 /** "upgrade containerd=1.6.20~ds1-1+deb12u3, reboot if-required": one line for a person. */
 export function describeRun(spec: RunSpec): string {

@@ -1,5 +1,4 @@
 import { Cluster } from '../cluster/api.js';
-import { getNode } from '../cluster/nodes.js';
 import { RunbookError, usageError } from '../errors.js';
 import { runThroughAgent } from '../agent/caller.js';
 import { readSpec, type RunSpec } from '../agent/spec.js';
@@ -40,7 +39,6 @@ export async function runViaAgent(v: ViaAgent): Promise<number> {
   // The agent's own check of the fields, made here first: a mistake is said before anything is asked of the cluster.
   readSpec({ ...v.spec, requestedBy: 'this caller' }, v.spec.nodeName);
   const cluster = await Cluster.connect({ kubeconfig: v.kubeconfig, context: v.context, onRetry: say });
-  await getNode(cluster, v.spec.nodeName);
   return runThroughAgent(cluster, v);
 }
 

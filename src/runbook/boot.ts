@@ -9,7 +9,8 @@ import type { RunContext } from './step.js';
 // A boot the run did not ask (a crash, a power cut) undoes what some steps did: systemd starts the enabled kubelet,
 // which sets up sandboxes again. Those steps are not "done earlier" on the new boot: a resume does them again (kubelet
 // stopped, the boot's sandboxes torn down by CNI DEL, the state cleared) before the runtime is touched, and a
-// rollback stops kubelet and tears down before it reinstalls. The report says what the boot undid.
+// rollback stops kubelet and tears down before it reinstalls. So does a kubelet started again by hand. The report
+// says what was undone, and what was done again.
 
 const BOOT_UNDONE = STEPS.filter((s) => s.undoneByBoot).map((s) => s.name);
 
@@ -18,13 +19,23 @@ export async function readBoot(ctx: RunContext): Promise<void> {
   ctx.boot.now = await bootIdentity(ctx.reader).catch(() => undefined);
 }
 
-/** The steps a resume does again since the node booted under the run, said once. */
-export function stepsUndoneByBoot(ctx: RunContext, report: RunReport): string[] {
-  const redo = undoneByBoot(ctx.journal, BOOT_UNDONE, ctx.boot.now);
-  if (redo.length === 0) return redo;
-  const before = ctx.journal.steps[redo[0]!]!.boot!;
-  report.bootUndid = { before, after: ctx.boot.now!, redone: redo };
-  ctx.progress(`${ctx.options.node} booted since it was worked on (boot ${shortBoot(before)} -> ${shortBoot(ctx.boot.now!)}), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: ${redo.join(', ')}`);
+/**
+ * The steps a resume does again, said once: those a boot the run did not ask undid, or, on the same boot, all it
+ * did after stopping kubelet when kubelet runs again (started by hand?): the journal's word is not taken over the node's.
+ */
+export async function stepsUndone(ctx: RunContext, report: RunReport): Promise<string[]> {
+  const { journal, options } = ctx;
+  const byBoot = undoneByBoot(journal, BOOT_UNDONE, ctx.boot.now);
+  if (byBoot.length > 0) {
+    const before = journal.steps[byBoot[0]!]!.boot!;
+    report.undone = { why: 'boot', before, after: ctx.boot.now!, redone: byBoot };
+    ctx.progress(`${options.node} booted since it was worked on (boot ${shortBoot(before)} -> ${shortBoot(ctx.boot.now!)}), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: ${byBoot.join(', ')}`);
+    return byBoot;
+  }
+  if (journal.reboot?.asked || journal.steps['start-kubelet'] || journal.steps['stop-kubelet']?.status !== 'done' || !(await kubeletActive(ctx))) return [];
+  const redo = BOOT_UNDONE.filter((n) => journal.steps[n]?.status === 'done');
+  report.undone = { why: 'kubelet', redone: redo };
+  ctx.progress(`kubelet runs on ${options.node} again though this run stopped it (started by hand?): done again before the runtime is touched: ${redo.join(', ')}`);
   return redo;
 }
 

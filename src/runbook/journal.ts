@@ -113,10 +113,11 @@ export function finishedEarlier(journal: Journal, step: string): boolean {
 /**
  * Of `names` (steps whose effect a boot undoes: kubelet stopped, sandbox networks torn down), those done on another
  * boot than `now` that this run did not ask (a crash, a power cut): not done any more, so done again. After the run's
- * own reboot nothing is: what follows it expects the boot's kubelet.
+ * own reboot, or once it started kubelet itself, nothing is: what follows expects a running kubelet.
  */
 export function undoneByBoot(journal: Journal, names: readonly string[], now: string | undefined): string[] {
-  if (!now || journal.reboot?.asked) return [];
+  // From start-kubelet on, a running kubelet is what the run wants: nothing before it is to be done again.
+  if (!now || journal.reboot?.asked || journal.steps['start-kubelet']) return [];
   return names.filter((n) => {
     const r = journal.steps[n];
     return r?.status === 'done' && r.boot !== undefined && r.boot !== now;

@@ -76,8 +76,11 @@ export interface RunReport {
   nodeNow?: NodeNow;
   /** The node's boot before the run's reboot and after it (absent: no reboot). */
   reboot?: { before: string; after?: string };
-  /** The node booted under the run without its asking (a crash, a power cut): the steps done again for it. */
-  bootUndid?: { before: string; after: string; redone: string[] };
+  /**
+   * What a resume found undone on the node and did again: a boot the run did not ask (a crash, a power cut), or a
+   * kubelet started again (by hand?) after the run stopped it.
+   */
+  undone?: { why: 'boot' | 'kubelet'; before?: string; after?: string; redone: string[] };
 }
 
 const MARK: Record<StepReport['status'], string> = {
@@ -127,7 +130,8 @@ export function renderReport(report: RunReport): string {
   });
   if (versions.length > 0) lines.push('Packages:', ...versions);
   if (report.reboot) lines.push(`Reboot: boot ${report.reboot.before}${report.reboot.after ? ` -> ${report.reboot.after}` : ', not yet back on a new one'}`);
-  if (report.bootUndid) lines.push(`The node booted under the run (boot ${report.bootUndid.before} -> ${report.bootUndid.after}, not asked by it): done again for it: ${report.bootUndid.redone.join(', ')}`);
+  const u = report.undone;
+  if (u) lines.push(`${u.why === 'boot' ? `The node booted under the run (boot ${u.before} -> ${u.after}, not asked by it)` : 'kubelet ran again though the run had stopped it'}: done again: ${u.redone.join(', ')}`);
   lines.push('Steps:');
   for (const s of report.steps) {
     lines.push(`  ${s.name.padEnd(20)} ${statusLabel(s.name, s.status).padEnd(14)} ${(s.durationMs / 1000).toFixed(1).padStart(6)}s  ${s.summary}`);

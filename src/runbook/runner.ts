@@ -12,7 +12,7 @@ import type { VerifyPlan } from '../steps/verify.js';
 import { ExitCode, RunbookError, messageOf, type ExitCodeName } from '../errors.js';
 import { makeContext } from './context.js';
 import { waitForEarlierProcess } from './resume.js';
-import { kubeletAsBefore, readBoot, stepsUndoneByBoot, stopWhatABootStarted } from './boot.js';
+import { kubeletAsBefore, readBoot, stepsUndone, stopWhatABootStarted } from './boot.js';
 import { settleStopped } from './stopped.js';
 import { NEVER_STOPPED, throwIfStopped } from '../stop.js';
 import type { EventSink } from './events.js';
@@ -160,7 +160,7 @@ async function runForward(ctx: RunContext, report: RunReport, emit: EventSink, k
       await waitForEarlierProcess(ctx);
     }
     if (!options.dryRun) await readBoot(ctx);
-    const redo = ctx.resuming ? stepsUndoneByBoot(ctx, report) : [];
+    const redo = ctx.resuming && !options.dryRun ? await stepsUndone(ctx, report) : [];
     const pre = (await runStep(ctx, STEPS[0]!, 0, reports, emit)) as PreflightPlan;
     journal.prior ??= pre.prior;
     report.versions.before = journal.prior.packages;
@@ -317,7 +317,7 @@ async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<
     async () => {
       if (attempt++ > 0 && report) {
         await readBoot(ctx);
-        for (const name of stepsUndoneByBoot(ctx, report)) {
+        for (const name of await stepsUndone(ctx, report)) {
           const i = STEPS.findIndex((s) => s.name === name);
           if (i < index) await runStepOnce(ctx, STEPS[i]!, i, reports, emit);
         }

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, auditNode, bed, DRAIN_FLAGS, upgradeNode, waitFor } from './bed.js';
 import { FAULTS_DIR, stepLine } from './faults.js';
-import { requesterKubeconfig, withAgentOn } from './agent.js';
+import { requesterKubeconfig, withDocumentedInstall } from './agent.js';
 
 // The bed's real kind cluster (testbed/lib/kind.sh): real systemd, a real kubelet and Debian's containerd from apt on
 // each node, pods with real containerd sandboxes on kindnetd's network (ptp + host-local in /run/cni-ipam-state).
@@ -204,14 +204,14 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     }
   });
 
-  it("the agent on a kind worker (issue 37): its image in the node's containerd, the audit and a dry run started as units of the node's systemd, no docker exec", async () => {
+  it("the agent on a kind worker, installed and removed as the docs say (one command each): its image in the node's containerd, the audit and a dry run started as units of the node's systemd, no docker exec; nothing of it left after", async () => {
     const worker = kind().workers[0]!;
     await resetWorker(worker);
     // A caller with the shipped requester's rights on kind, never its admin.
     const through = ['--via', 'agent', '--output', 'json', '--kubeconfig', await requesterKubeconfig(kindKubectl)];
     // No kube-proxy in the bed's kind either: the agent is told the control plane's own address.
     const api = (await kindKubectl('get', 'node', kind().controlPlane, '-o', 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')).trim();
-    await withAgentOn({ kubectl: kindKubectl, sh: onNode, apiEnv: { KUBERNETES_SERVICE_HOST: api, KUBERNETES_SERVICE_PORT: '6443' } }, [worker], async () => {
+    await withDocumentedInstall({ kubectl: kindKubectl, sh: onNode, apiEnv: { KUBERNETES_SERVICE_HOST: api, KUBERNETES_SERVICE_PORT: '6443' } }, [worker], kind().kubeconfig, async () => {
       const audit = await auditNode([worker, ...through]);
       expect(audit.code, audit.stderr).toBe(0);
       expect(JSON.parse(audit.stdout)).toMatchObject({ node: worker, verdict: 'clean' });

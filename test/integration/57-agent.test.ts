@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyObjects, auditNode, bed, DRAIN_FLAGS, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { AGENT_TEST_LABEL, agentPods, manifest, requesterKubeconfig, withAgent, withoutSsh } from './agent.js';
-import { containerdStatus, lease, report, stepLine, upgradeKilledAt } from './faults.js';
+import { clearFault, containerdStatus, FAULTS_DIR, lease, report, setFault, stepLine, upgradeKilledAt } from './faults.js';
 import { bootOf, pinnedPodSpec } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
@@ -22,7 +22,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--reboot']));
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain(`node-maint: asked the agent on ${t.name} for: upgrade containerd=${version}, reboot always (MaintenanceRun ${t.name}); its output follows`);
-      expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run \\w+ is unfinished \\(running\\): continuing it`));
+      expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run [\\w-]+ is unfinished \\(running\\): continuing it`));
       const rep = report(r);
       // The report of the run's second start, on the new boot: it went on from its journal.
       expect(rep).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, reboot: { after: expect.any(String) }, audit: { verdict: 'clean', findings: 0 } });
@@ -63,7 +63,8 @@ describe('the runbook through the node-maint agent, no SSH', () => {
 
   it.concurrent('a stop that lands between the unit\'s start and its record (the record refused for a while): the run is stopped through its unit, exit 18, its state said', onLeasedNode('docker', async (t) => {
     // The test's own set-up (as cluster-admin): the agent's write of Running refused for this node, as an API that
-    // fails just then, so that the stop lands in that gap for sure.
+    // fails just then, so that the stop lands in that gap for sure; a budget holds the drain, so the run is at a
+    // safe point with kubelet running when the stop reaches it.
     const hold = `node-maint-test-hold-running-${t.name}`;
     const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: hold }, spec: {
       failurePolicy: 'Fail',
@@ -72,9 +73,12 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       validations: [{ expression: "!has(object.status.phase) || object.status.phase != 'Running'", message: 'held by the test' }],
     } };
     const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: hold }, spec: { policyName: hold, validationActions: ['Deny'] } };
-    await withAgent(t, () => withoutSsh(t, async () => {
-      await applyObjects([policy, binding]);
-      try {
+    const app = `held-start-${t.name}`;
+    const pod = (i: number) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `${app}-${i}`, namespace: ns.name, labels: { app } }, spec: { ...pinnedPodSpec(t.name), nodeName: t.name } });
+    const budget = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: app, namespace: ns.name }, spec: { minAvailable: 1, selector: { matchLabels: { app } } } };
+    await applyObjects([pod(1), pod(2), budget, policy, binding]);
+    try {
+      await withAgent(t, () => withoutSsh(t, async () => {
         let sent = false;
         const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${bed().containerd.new}`]), {
           onStderr: () => {
@@ -93,34 +97,40 @@ describe('the runbook through the node-maint agent, no SSH', () => {
         expect(report(r)).toMatchObject({ result: 'stopped', exitCode: 18 });
         expect(report(r).error.message).toContain('stopped by SIGINT');
         expect((await lease(t.name)).holder).toBeUndefined();
-      } finally {
-        await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', hold, '--ignore-not-found');
-      }
-    }));
+      }));
+      const back = await upgradeNode(['--rollback', t.name, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect([0, 11], back.stderr).toContain(back.code);
+    } finally {
+      await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', hold, '--ignore-not-found');
+      await kubectl('-n', ns.name, 'delete', 'pdb', app, '--ignore-not-found');
+    }
   }));
 
-  it.concurrent('a stop during apt: the run stops at its safe point (exit 18), the install finishes on the node and only then is the unit removed; the same command finishes the run', onLeasedNode('containerd', async (t) => {
+  it.concurrent('a run stopped while apt installs (its unit signalled on the node; the agent, away with kubelet stopped, back once kubelet is started by hand): the install finishes and only then is the unit removed; the same command stops kubelet again and finishes', onLeasedNode('containerd', async (t) => {
     await withAgent(t, () => withoutSsh(t, async () => {
-      const { new: version } = bed().containerd;
+      // The unpack held 30 s (the bed's package hook), so that the stop lands while dpkg works.
+      const version = bed().containerd.faulty;
+      await setFault(t, 'preinst-slow');
       const args = await viaAgent(t, ['--to', `containerd=${version}`]);
-      // On the node: dpkg's own process seen, then (every 0.3 s) whether dpkg runs with the run's unit gone.
-      const watch = t.sh(`while ! pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null; do :; done; echo dpkg; while pgrep -x dpkg >/dev/null || pgrep -x apt-get >/dev/null; do [ "$(systemctl list-units --all --no-legend 'node-maint-run-*' | wc -l)" = 0 ] && echo removed-under-dpkg; sleep 0.3; done; echo done`);
-      let stopped = false;
-      const r = await upgradeNode(args, {
-        onStderr: (text, _kill, running) => {
-          if (stopped || !text.includes(stepLine('upgrade-runtime'))) return;
-          stopped = true;
-          void t.sh("while ! pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null; do :; done").then(() => running.signal('SIGINT'));
-        },
-      });
+      const call = upgradeNode(args);
+      await waitFor(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes', 300_000, 'the unpack');
+      const unit = `node-maint-run-${(await maintenanceRun(t)).metadata.uid.replace(/-/g, '').slice(0, 12)}`;
+      // On the node, every 0.3 s while dpkg works: whether the run's unit is gone.
+      const watch = t.sh(`while pgrep -x dpkg >/dev/null || pgrep -x apt-get >/dev/null; do [ "$(systemctl list-units --all --no-legend '${unit}*' | wc -l)" = 0 ] && echo removed-under-dpkg; sleep 0.3; done; echo done`);
+      await t.sh(`systemctl kill --kill-who=main --signal=SIGINT ${unit}.service`);
+      await waitFor(async () => (await t.sh(`systemctl show -p SubState --value ${unit}.service`)).trim() === 'exited', 60_000, 'the run to stop at its safe point');
+      expect((await t.sh("pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null && echo dpkg works || echo no dpkg")).trim()).toBe('dpkg works');
+      await t.sh('systemctl start kubelet');
+      const r = await call;
       expect(r.code, r.stderr).toBe(18);
       expect(report(r).error.message).toMatch(/goes on on the node until it ends/);
-      expect(await watch).toBe('dpkg\ndone\n');
+      expect(await watch).toBe('done\n');
       await waitFor(async () => (await maintenanceRun(t)).status.unitRemoved === true, 60_000, 'the unit removed once dpkg ended');
       expect((await t.sh('dpkg --audit; echo $?')).trim()).toBe('0');
+      await clearFault(t, 'preinst-slow');
       const again = await upgradeNode(args);
       expect(again.code, again.stderr).toBe(0);
-      expect(report(again)).toMatchObject({ mode: 'resume', result: 'upgraded', audit: { verdict: 'clean' } });
+      expect(report(again)).toMatchObject({ mode: 'resume', result: 'upgraded', undone: { why: 'kubelet', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' } });
       expect(await containerdStatus(t)).toBe(`${version} hi `);
     }));
   }));
@@ -135,10 +145,11 @@ describe('the runbook through the node-maint agent, no SSH', () => {
         await kubectl('label', 'node', t.name, `${AGENT_TEST_LABEL}-`);
         await kubectl('-n', 'node-maint', 'delete', 'pod', '-l', 'app.kubernetes.io/name=node-maint-agent', '--field-selector', `spec.nodeName=${t.name}`, '--force', '--grace-period=0');
       };
-      const call = upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--reboot']), {
-        onStderr: (text) => void (away ??= text.includes(stepLine('reboot')) ? keepAway() : undefined),
-      });
-      await waitFor(async () => away !== undefined && (await bootOf(t).catch(() => before)) !== before, 600_000, 'the node on a new boot');
+      const call = upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--reboot']));
+      // The journal says the reboot is next before the run asks it (the agent publishes what the run printed later).
+      await waitFor(async () => (await lease(t.name)).journal?.reboot !== undefined, 300_000, 'the run to come to its reboot');
+      away = keepAway();
+      await waitFor(async () => (await bootOf(t).catch(() => before)) !== before, 600_000, 'the node on a new boot');
       await away;
       await waitFor(async () => (await agentPods(t.name)).length === 0 && (await kubectlJson('get', 'node', t.name)).status.conditions.some((c: any) => c.type === 'Ready' && c.status === 'True'), 180_000, 'the node Ready, with no agent');
       const ssh = await upgradeNode([t.name, '--to', `containerd=${version}`, '--reboot', '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
@@ -290,7 +301,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     const { kubeconfig } = await serviceAccountKubeconfig('kube-system', 'node-maint');
     const r = await upgradeNode([t.name, '--via', 'agent', '--output', 'json', ...DRAIN_FLAGS, '--kubeconfig', kubeconfig, '--to', `containerd=${bed().containerd.new}`]);
     expect(r.code, r.stderr).toBe(10);
-    expect(JSON.parse(r.stdout).error.message).toBe("the kubeconfig's user kube-system:node-maint lacks 4 permission(s) the run through the agent needs: get maintenanceruns.node-maint.io, create maintenanceruns.node-maint.io, patch maintenanceruns.node-maint.io, delete maintenanceruns.node-maint.io; nothing was changed. runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, and list pods in node-maint");
+    expect(JSON.parse(r.stdout).error.message).toBe("the kubeconfig's user kube-system:node-maint lacks 4 permission(s) the run through the agent needs: get maintenanceruns.node-maint.io, create maintenanceruns.node-maint.io, patch maintenanceruns.node-maint.io, delete maintenanceruns.node-maint.io; nothing was changed. runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, get nodes, and list pods in node-maint");
     await expect(kubectl('get', 'maintenancerun', t.name)).rejects.toThrow(/NotFound/);
   }));
 });

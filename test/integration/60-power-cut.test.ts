@@ -71,7 +71,7 @@ describe('a power cut under a run', () => {
     const again = await upgradeNode(upgradeArgs(t, version));
     expect(again.code, again.stderr).toBe(0);
     const r = report(again);
-    expect(r).toMatchObject({ mode: 'resume', bootUndid: { redone: ['stop-kubelet'] }, audit: { verdict: 'clean' } });
+    expect(r).toMatchObject({ mode: 'resume', undone: { why: 'boot', redone: ['stop-kubelet'] }, audit: { verdict: 'clean' } });
     expect(again.stderr).toMatch(/booted since it was worked on \(boot \S+ -> \S+\), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: stop-kubelet/);
     expect(r.steps.find((s: any) => s.name === 'stop-kubelet').status).toBe('done');
     expect(r.steps.find((s: any) => s.name === 'teardown-sandboxes')).toMatchObject({ status: 'done', summary: expect.stringMatching(/torn down/) });
@@ -90,7 +90,7 @@ describe('a power cut under a run', () => {
       const r = await run;
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run \\w+ is unfinished \\(running\\): continuing it`));
-      expect(report(r)).toMatchObject({ mode: 'resume', bootUndid: { redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
+      expect(report(r)).toMatchObject({ mode: 'resume', undone: { why: 'boot', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
       expect(await installsUnderKubelet()).toBe('');
       await expectServing(t, version);
     }));

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { dump, load } from 'js-yaml';
 import { expect } from 'vitest';
@@ -35,14 +38,17 @@ export const bedCluster = (nodes: TestNode[]): AgentCluster => ({ kubectl, sh: (
  */
 export const BED_POLICY = { force: true, deleteEmptyDirData: true, gracePeriodOverride: true };
 
+/** The shipped policy with the bed's drain options allowed, as its text. */
+function bedPolicyText(): string {
+  const shipped = agentBundle().find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'node-maint-agent-policy') as any;
+  return dump({ ...(load(shipped.data['policy.yaml']) as object), ...BED_POLICY });
+}
+
 /** The shipped bundle as a test cluster needs it: the image just built (never pulled), scheduled only on nodes a test labels. */
 export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }: { label?: string; apiEnv?: Record<string, string> } = {}): KubeObject[] {
   const docs = agentBundle();
   for (const d of docs) {
-    if (d.kind === 'ConfigMap' && d.metadata.name === 'node-maint-agent-policy') {
-      const data = (d as any).data;
-      data['policy.yaml'] = dump({ ...(load(data['policy.yaml']) as object), ...BED_POLICY });
-    }
+    if (d.kind === 'ConfigMap' && d.metadata.name === 'node-maint-agent-policy') (d as any).data['policy.yaml'] = bedPolicyText();
     if (d.kind !== 'DaemonSet') continue;
     const pod = (d as any).spec.template.spec;
     pod.nodeSelector = { [label]: 'on' };
@@ -123,6 +129,48 @@ export async function removeAgent(cluster: AgentCluster, names: string[]): Promi
     await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-facts-${n}`, '--ignore-not-found');
     // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
     await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');
+  }
+}
+
+/**
+ * Runs `fn` with the agent installed as the docs say (runbooks/rbac.yaml, then `kubectl apply -k` of an overlay of
+ * runbooks/agent/ that names the image and puts it on the nodes the test labels), then removed as they say (npm run
+ * agent:uninstall): every object of the bundle gone, and the files the agent staged gone from its nodes.
+ */
+export async function withDocumentedInstall(cluster: AgentCluster, names: string[], kubeconfig: string, fn: () => Promise<void>): Promise<void> {
+  const image = await loadAgentImage(names);
+  const overlay = mkdtempSync(join(tmpdir(), 'node-maint-overlay-'));
+  const [newName, newTag] = image.split(':');
+  const env = Object.entries(cluster.apiEnv).map(([name, value]) => `{op: add, path: /spec/template/spec/containers/0/env/-, value: {name: ${name}, value: "${value}"}}`);
+  writeFileSync(join(overlay, 'kustomization.yaml'), [
+    'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization',
+    `resources: [${relative(overlay, resolve('runbooks/agent'))}]`,
+    `images: [{name: node-maint/agent, newName: ${newName}, newTag: ${newTag}}]`,
+    'patches:',
+    '  - target: {kind: DaemonSet, name: node-maint-agent}',
+    '    patch: |',
+    ...[`{op: add, path: /spec/template/spec/nodeSelector, value: {${LABEL}: "on"}}`, '{op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}', ...env].map((p) => `      - ${p}`),
+    '  - target: {kind: ConfigMap, name: node-maint-agent-policy}',
+    '    patch: |',
+    `      - {op: replace, path: /data/policy.yaml, value: ${JSON.stringify(bedPolicyText())}}`,
+  ].join('\n'));
+  await cluster.kubectl('apply', '-f', 'runbooks/rbac.yaml');
+  await cluster.kubectl('apply', '-k', overlay);
+  for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}=on`, '--overwrite');
+  try {
+    for (const n of names) await waitFor(async () => (await agentPods(n, cluster.kubectl)).some((p) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${n}`);
+    await fn();
+    const { stdout } = await exec('node', ['runbooks/agent-uninstall.mjs', '--kubeconfig', kubeconfig]);
+    expect(stdout).toMatch(/^The node-maint agent is removed: \d+ objects deleted, and its files from its nodes\.\n$/);
+    for (const kind of ['maintenanceruns', 'crd/maintenanceruns.node-maint.io', 'ns/node-maint', 'ns/node-maint-smoke', 'clusterrole/node-maint-agent', 'clusterrole/node-maint-requester', 'validatingadmissionpolicy', 'priorityclass/node-maint-agent']) {
+      const left = await cluster.kubectl('get', ...kind.split(' '), '--ignore-not-found', '-o', 'name').catch((e: Error) => (/the server doesn't have a resource type/.test(String((e as { stderr?: string }).stderr ?? e)) ? '' : Promise.reject(e)));
+      expect(left.split('\n').filter((l) => l.includes('node-maint')), kind).toEqual([]);
+    }
+    for (const n of names) expect((await cluster.sh(n, 'ls -d /var/lib/node-maint/agent /run/node-maint/agent 2>/dev/null; true')).trim()).toBe('');
+  } finally {
+    for (const n of names) await cluster.kubectl('label', 'node', n, `${LABEL}-`);
+    await cluster.kubectl('delete', '-k', overlay, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    rmSync(overlay, { recursive: true, force: true });
   }
 }
 

@@ -29,6 +29,9 @@ describe("a run's spec", () => {
     const a: RunSpec = { nodeName: 'n1', requestedBy: 'alice', command: 'upgrade', upgrade: { reboot: 'always' } };
     expect(runOf({ ...a, requestedBy: 'bob', stop: { reason: 'SIGINT' } })).toBe(runOf(a));
     expect(runOf({ ...a, upgrade: { reboot: 'if-required' } })).not.toBe(runOf(a));
+    // As the API gives it back: its own order of keys.
+    const twice = { nodeName: 'n1', requestedBy: 'a', command: 'upgrade' as const, upgrade: { targets: [{ package: 'runc', version: '1' }], drain: { force: true, ignoreDaemonSets: true } } };
+    expect(runOf({ upgrade: { drain: { ignoreDaemonSets: true, force: true }, targets: [{ version: '1', package: 'runc' }] }, command: 'upgrade', requestedBy: 'a', nodeName: 'n1' })).toBe(runOf(twice));
   });
 
   it('is refused, every problem named, when it asks nothing, mixes fields, or carries a field the agent does not know', () => {

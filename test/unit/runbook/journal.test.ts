@@ -30,7 +30,8 @@ describe('the journal', () => {
     // A power cut: the boot changed, and this run asked no reboot.
     expect(undoneByBoot(j, names, 'a/9')).toEqual(['stop-kubelet', 'teardown-sandboxes']);
     expect(undoneByBoot(j, names, undefined)).toEqual([]);
-    // The run's own reboot: what follows it expects the boot's kubelet.
+    // Once the run started kubelet itself, or after its own reboot: what follows expects a running kubelet.
+    expect(undoneByBoot({ ...j, steps: { ...j.steps, 'start-kubelet': on('a/1', 'applying') } }, names, 'a/9')).toEqual([]);
     j.reboot = { before: 'a/1', at: 't', asked: 't' };
     expect(undoneByBoot(j, names, 'a/9')).toEqual([]);
   });
