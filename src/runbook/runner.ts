@@ -313,6 +313,11 @@ async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSin
  */
 async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink, report?: RunReport): Promise<StepPlan> {
   let attempt = 0;
+  let lostAt: number | undefined;
+  let saidWaiting = false;
+  // A node that went away under the step (a power cut: the session lost, then no answer) is waited for as long as
+  // a reboot may take, then what its boot undid is done again before the step; never a rollback into silence.
+  const waitedFor = (error: unknown) => lostAt !== undefined && error instanceof RunbookError && error.code === 'unreachable' && Date.now() - lostAt < ctx.options.rebootTimeoutSeconds * 1000;
   return pRetry(
     async () => {
       if (attempt++ > 0 && report) {
@@ -325,11 +330,18 @@ async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<
       return runStepOnce(ctx, step, index, reports, emit);
     },
     {
-      retries: 2,
+      retries: Number.POSITIVE_INFINITY,
       minTimeout: 2_000,
-      shouldRetry: ({ error }) => error instanceof ConnectionLostError && !ctx.stop.aborted,
+      maxTimeout: 5_000,
+      shouldRetry: ({ error, attemptNumber }) => !ctx.stop.aborted && ((error instanceof ConnectionLostError && attemptNumber <= 3) || waitedFor(error)),
       onFailedAttempt: ({ error }) => {
-        if (error instanceof ConnectionLostError) ctx.progress(`${error.message}; planning the step again on a new connection`);
+        if (error instanceof ConnectionLostError) {
+          lostAt ??= Date.now();
+          ctx.progress(`${error.message}; planning the step again on a new connection`);
+        } else if (waitedFor(error) && !saidWaiting) {
+          saidWaiting = true;
+          ctx.progress(`${ctx.options.node} does not answer since its session was lost (${messageOf(error)}); waiting up to ${ctx.options.rebootTimeoutSeconds}s for it (a power cut?)`);
+        }
       },
     },
   );

@@ -111,6 +111,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       // The unpack held 30 s (the bed's package hook), so that the stop lands while dpkg works.
       const version = bed().containerd.faulty;
       await setFault(t, 'preinst-slow');
+      await clearFault(t, 'preinst-started');
       const args = await viaAgent(t, ['--to', `containerd=${version}`]);
       const call = upgradeNode(args);
       await waitFor(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes', 300_000, 'the unpack');
@@ -118,15 +119,19 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       // On the node, every 0.3 s while dpkg works: whether the run's unit is gone.
       const watch = t.sh(`while pgrep -x dpkg >/dev/null || pgrep -x apt-get >/dev/null; do [ "$(systemctl list-units --all --no-legend '${unit}*' | wc -l)" = 0 ] && echo removed-under-dpkg; sleep 0.3; done; echo done`);
       await t.sh(`systemctl kill --kill-who=main --signal=SIGINT ${unit}.service`);
-      await waitFor(async () => (await t.sh(`systemctl show -p SubState --value ${unit}.service`)).trim() === 'exited', 60_000, 'the run to stop at its safe point');
-      expect((await t.sh("pgrep -f 'dpkg .*--(unpack|configure|install)' >/dev/null && echo dpkg works || echo no dpkg")).trim()).toBe('dpkg works');
+      let state = '';
+      await waitFor(async () => ['exited', 'failed'].includes((state = (await t.sh(`systemctl show -p SubState --value ${unit}.service; tail -n 3 /var/lib/node-maint/agent/runs/*.log`)).trim()).split('\n')[0]!), 60_000, 'the run to stop at its safe point').catch((e: Error) => {
+        throw new Error(`${e.message} (${unit}: ${state})`);
+      });
       await t.sh('systemctl start kubelet');
       const r = await call;
       expect(r.code, r.stderr).toBe(18);
       expect(report(r).error.message).toMatch(/goes on on the node until it ends/);
       expect(await watch).toBe('done\n');
       await waitFor(async () => (await maintenanceRun(t)).status.unitRemoved === true, 60_000, 'the unit removed once dpkg ended');
+      // The install went to its end, not killed halfway (that leaves the package half installed: dpkg --audit says so).
       expect((await t.sh('dpkg --audit; echo $?')).trim()).toBe('0');
+      expect((await containerdStatus(t)).split(' ')[0]).toBe(version);
       await clearFault(t, 'preinst-slow');
       const again = await upgradeNode(args);
       expect(again.code, again.stderr).toBe(0);

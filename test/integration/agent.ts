@@ -115,17 +115,21 @@ export async function withAgentOn(cluster: AgentCluster, names: string[], fn: ()
       await waitFor(async () => (await agentPods(n, cluster.kubectl)).some((p) => p.spec.containers[0].image === image && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), 120_000, `the agent Ready on ${n}`);
     }
     await fn();
-  } finally {
-    await removeAgent(cluster, names);
+  } catch (e) {
+    // The case's own failure is what is reported; a clean-up that fails after it (a node left with kubelet stopped
+    // keeps the agent's pod Terminating) is only said.
+    await removeAgent(cluster, names).catch((c: Error) => console.log(`after the failure, the agent's clean-up failed too: ${c.message}`));
+    throw e;
   }
+  await removeAgent(cluster, names);
 }
 
 /** The agent gone from the nodes (their label taken off), with their MaintenanceRuns, facts and files. */
 export async function removeAgent(cluster: AgentCluster, names: string[]): Promise<void> {
   for (const n of names) {
     await cluster.kubectl('label', 'node', n, `${LABEL}-`);
-    await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
     await cluster.kubectl('delete', 'maintenancerun', n, '--ignore-not-found');
+    await waitFor(async () => (await agentPods(n, cluster.kubectl)).length === 0, 120_000, `the agent gone from ${n}`);
     await cluster.kubectl('-n', 'node-maint', 'delete', 'configmap', `node-maint-facts-${n}`, '--ignore-not-found');
     // The runtime the agent staged (about 110 MB a node) and its runs' output: an aging bed fills with them otherwise.
     await cluster.sh(n, 'rm -rf /var/lib/node-maint/agent');

@@ -21,12 +21,14 @@ export const ANSWER_GRACE_MS = 20_000;
 /**
  * What every transport runs on the node: the script arrives on stdin and is read whole before it runs (so it may be
  * any size and nothing in it reads the rest as input). `timeout` puts it in its own process group and, when the time
- * is up, signals the whole group (apt, dpkg, maintainer scripts), then kills it 10 s later; SIGHUP is ignored so a
- * lost session does not cut the work short: a command ends by finishing or by its own timeout, never halfway
- * because our side went away.
+ * is up, signals the whole group (apt, dpkg, maintainer scripts), then kills it 10 s later. A lost session, or our
+ * side gone (a stopped run's process ended), does not cut the work short: SIGHUP and SIGPIPE are ignored, and the
+ * command writes into files on the node, handed back once it ended, so that no write of apt's or dpkg's into a pipe
+ * nobody reads any more kills it halfway. A command ends by finishing or by its own timeout.
  */
 export function remoteShell(timeoutMs = DEFAULT_COMMAND_TIMEOUT_MS): string {
-  return `timeout -k 10 ${Math.max(1, Math.ceil(timeoutMs / 1000))} sh -c 'trap "" HUP; eval "$(cat)"'`;
+  const script = 'trap "" HUP PIPE; o=$(mktemp) && e=$(mktemp) || exit 125; s=$(cat); (eval "$s") >"$o" 2>"$e" </dev/null; r=$?; cat "$o"; cat "$e" >&2; rm -f "$o" "$e"; exit $r';
+  return `timeout -k 10 ${Math.max(1, Math.ceil(timeoutMs / 1000))} sh -c '${script}'`;
 }
 
 /** A command that ran out of time (on the node, or waiting for the node's answer): never reported as unreachable. */

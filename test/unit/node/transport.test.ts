@@ -1,7 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LocalTransport } from '../../../src/node/transport/local.js';
-import { run } from '../../../src/node/transport/types.js';
+import { remoteShell, run } from '../../../src/node/transport/types.js';
 import { RunbookError } from '../../../src/errors.js';
 
 const alive = (marker: string) => {
@@ -31,5 +34,16 @@ describe('a command that outlives its timeout', () => {
   });
   it('keeps running when the session hangs up (SIGHUP ignored)', async () => {
     expect(await run(new LocalTransport(), 'kill -HUP $$; echo still-here')).toBe('still-here\n');
+  });
+  it('goes on to its end when our side is gone, whatever it writes after (no SIGPIPE from a pipe nobody reads)', async () => {
+    const done = join(mkdtempSync(join(tmpdir(), 'wrapper-')), 'done');
+    const child = spawn('sh', ['-c', remoteShell(20_000)], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    child.stdin.end(`sleep 0.5; for i in $(seq 1 3000); do echo line $i; echo err $i >&2; done; touch ${done}`);
+    // A stopped run's process gone: nobody reads the command's output any more.
+    child.stdout.destroy();
+    child.stderr.destroy();
+    const until = Date.now() + 15_000;
+    while (!existsSync(done) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(done)).toBe(true);
   });
 });

@@ -56,4 +56,20 @@ describe('the README and docs/', () => {
     expect(relativeLinks(readme).length).toBeGreaterThan(0);
     expect(missing).toEqual([]);
   });
+  it('marks every fenced block: run by a test or CI, or needing a real cluster', () => {
+    const lines = readme.split('\n');
+    const tests = readdirSync('test/integration').map((f) => readFileSync(`test/integration/${f}`, 'utf8')).join('\n');
+    let open: string | undefined;
+    let inBlock = false;
+    lines.forEach((line, i) => {
+      const pair = /^<!-- (\/?)([a-z-]+) -->$/.exec(line);
+      if (pair) open = pair[1] ? undefined : pair[2];
+      if (!line.startsWith('```')) return;
+      inBlock = !inBlock;
+      if (!inBlock) return;
+      const before = lines.slice(Math.max(0, i - 2), i).join('\n');
+      const marked = /<!-- (needs a real cluster|runs in: [^>]+) -->/.test(before) || (open !== undefined && tests.includes(`readmeBlock('${open}')`));
+      expect(marked, `README line ${i + 1}: ${lines[i + 1]}`).toBe(true);
+    });
+  });
 });
