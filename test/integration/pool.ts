@@ -447,7 +447,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     if [ -f /etc/systemd/system/kubelet-custom.service ]; then systemctl stop kubelet-custom; rm -f /etc/systemd/system/kubelet-custom.service; systemctl daemon-reload; fi
     if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
     # A run the agent started that a failed case left (stopped, or failed), and a test's watcher still looping.
-    pkill -f 'node-maint-test-install-under-kubelet' || true
+    pkill -f '[n]ode-maint-test-install-under-kubelet' || true
     systemctl stop 'node-maint-run-*' 2>/dev/null || true; systemctl reset-failed 'node-maint-run-*' 2>/dev/null || true
     # An apt of a run killed meanwhile may still be at work (a run's commands finish on the node): waited for.
     for _ in $(seq 300); do pgrep -x apt-get >/dev/null || pgrep -x dpkg >/dev/null || break; sleep 1; done
