@@ -138,7 +138,7 @@ export class Cluster {
     const spec = { expirationSeconds: seconds, ...(node ? { boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: node } } : {}) };
     const answer = await this.request<{ status?: { token?: string; expirationTimestamp?: string } }>('POST', path, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec }).catch((error: unknown) => {
       // Refused before the runbook starts: the node is untouched, and the operator is told which right to grant.
-      if (isForbidden(error)) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}${node ? `, bound to the node ${node}` : ''}): ${(error as Error).message}; nothing was changed`, { cause: error });
+      if (isForbidden(error)) throw new RunbookError('preflight', `the kubeconfig's user ${this.user} may not ask a token for ${account} (create serviceaccounts/token in ${namespace}${node ? `, bound to the node ${node}` : ''}); nothing was changed (the API server said: ${(error as Error).message})`, { cause: error });
       if (isNotFound(error)) throw new RunbookError('preflight', `${account} does not exist (createRbac makes it with the stack's RBAC); nothing was changed`, { cause: error });
       throw error;
     });

@@ -120,7 +120,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       const watch = t.sh(`while pgrep -x dpkg >/dev/null || pgrep -x apt-get >/dev/null; do [ "$(systemctl list-units --all --no-legend '${unit}*' | wc -l)" = 0 ] && echo removed-under-dpkg; sleep 0.3; done; echo done`);
       await t.sh(`systemctl kill --kill-who=main --signal=SIGINT ${unit}.service`);
       let state = '';
-      await waitFor(async () => ['exited', 'failed'].includes((state = (await t.sh(`systemctl show -p SubState --value ${unit}.service; tail -n 3 /var/lib/node-maint/agent/runs/*.log`)).trim()).split('\n')[0]!), 60_000, 'the run to stop at its safe point').catch((e: Error) => {
+      await waitFor(async () => ['exited', 'failed'].includes((state = (await t.sh(`systemctl show -p SubState --value ${unit}.service; tail -n 3 /var/lib/node-maint/agent/runs/*.log; pgrep -ax "dpkg|apt-get" || true`)).trim()).split('\n')[0]!), 300_000, 'the run to stop at its safe point').catch((e: Error) => {
         throw new Error(`${e.message} (${unit}: ${state})`);
       });
       await t.sh('systemctl start kubelet');
