@@ -37,7 +37,8 @@ async function readPolicy(): Promise<AgentPolicy | string> {
 }
 
 async function main(): Promise<void> {
-  const node = validateNodeName(process.env.NODE_NAME ?? '');
+  if (!process.env.NODE_NAME) throw new Error('NODE_NAME is not set (the DaemonSet sets it from spec.nodeName, through the downward API)');
+  const node = validateNodeName(process.env.NODE_NAME);
   const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
   const cluster = await Cluster.connect({ onRetry: log });
   if (process.argv.includes('--uninstall')) await uninstallMain(cluster, node, log);
@@ -58,4 +59,8 @@ async function main(): Promise<void> {
 }
 
 process.on('SIGTERM', () => process.exit(0));
-await main();
+// What stops the agent from starting (no NODE_NAME, no cluster) is one line in its pod's log, not a stack trace.
+await main().catch((e: unknown) => {
+  process.stderr.write(`node-maint agent: cannot start: ${messageOf(e)}\n`);
+  process.exitCode = 1;
+});

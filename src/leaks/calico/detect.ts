@@ -38,6 +38,7 @@ function detectLeakedIps(view: CalicoView, node: string): Finding[] {
       if (!pod || ip === undefined) return;
       const user = view.podIps.get(ip);
       if (user?.pod === pod) return;
+      if (!user && waitingForItsAddress(view, pod, attr?.secondary?.node)) return;
       findings.push({
         class: 'calico-ip-leaked',
         severity: 'leak',
@@ -47,6 +48,12 @@ function detectLeakedIps(view: CalicoView, node: string): Finding[] {
     });
   }
   return findings;
+}
+
+/** The pod exists, on the node the allocation names, and waits for its address to be posted: the allocation is its. */
+function waitingForItsAddress(view: CalicoView, pod: string, allocatedFor: string | undefined): boolean {
+  const on = view.waiting?.get(pod);
+  return on !== undefined && (!allocatedFor || allocatedFor === on);
 }
 
 function detectOrphanAffinities(view: CalicoView, affinities: BlockAffinity[]): Finding[] {

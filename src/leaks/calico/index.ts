@@ -72,7 +72,7 @@ async function readNodeView(cluster: Cluster, node: string): Promise<CalicoView>
       if (found) nodes.add(owner);
     }),
   );
-  return { blocks: [...blocks.values()], nodes, podIps: ipMap([...pods.values()]) };
+  return { blocks: [...blocks.values()], nodes, ...podViews([...pods.values()]) };
 }
 
 /**
@@ -87,15 +87,21 @@ async function readWholeView(cluster: Cluster): Promise<CalicoView> {
   ]);
   const nodes = affinities.length + blocks.length > 0 ? await listAll<Node>(cluster, '/api/v1/nodes') : [];
   const pods = blocks.length > 0 ? await listAll<Pod>(cluster, '/api/v1/pods', 500, slimPod) : [];
-  return { blocks, nodes: new Set(nodes.map((n) => n.metadata.name)), podIps: ipMap(pods.filter(hasPodNetwork)), whole: { affinities, handles } };
+  return { blocks, nodes: new Set(nodes.map((n) => n.metadata.name)), ...podViews(pods.filter(hasPodNetwork)), whole: { affinities, handles } };
 }
 
 const hasPodNetwork = (p: Pod) => !isTerminal(p) && !p.spec.hostNetwork && Boolean(p.spec.nodeName);
 
-function ipMap(pods: Pod[]): CalicoView['podIps'] {
+/** The addresses the pods hold, and the pods (not being deleted) that hold none yet. */
+function podViews(pods: Pod[]): Pick<CalicoView, 'podIps' | 'waiting'> {
   const map: CalicoView['podIps'] = new Map();
-  for (const p of pods) for (const ip of podIps(p)) map.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName!, ...(p.metadata.deletionTimestamp ? { terminating: true } : {}) });
-  return map;
+  const waiting: NonNullable<CalicoView['waiting']> = new Map();
+  for (const p of pods) {
+    const ips = podIps(p);
+    if (ips.length === 0 && !p.metadata.deletionTimestamp) waiting.set(podKey(p), p.spec.nodeName!);
+    for (const ip of ips) map.set(canonicalIp(ip), { pod: podKey(p), node: p.spec.nodeName!, ...(p.metadata.deletionTimestamp ? { terminating: true } : {}) });
+  }
+  return { podIps: map, waiting };
 }
 
 /** Calico IPAM findings for a node (and, cluster-wide, for the cluster); undefined when the cluster has no Calico CRDs. */

@@ -42,6 +42,12 @@ export interface CalicoView {
   nodes: Set<string>;
   /** pod IP -> {pod, node} for the pods read that have an IP; terminating: being deleted (its address may be given back). */
   podIps: Map<string, { pod: string; node: string; terminating?: boolean }>;
+  /**
+   * pod -> node for the pods read that are not terminal and have no address in their status yet: kubelet posts it
+   * after the sandbox is made and the images are pulled (minutes for a large image), while calico-ipam allocated it
+   * when the sandbox was made. Their allocations are live, not leaked.
+   */
+  waiting?: Map<string, string>;
   /** Only in the whole view: what no one node owns is judged from these. */
   whole?: { affinities: BlockAffinity[]; handles: IpamHandle[] };
 }

@@ -50,6 +50,16 @@ describe('Calico IPAM', () => {
   });
 
   it.each([
+    ['waits for its address on the node the allocation names: live, no finding', new Map([['demo/pulling', 'a']]), []],
+    ['waits for its address on another node than the allocation names: leaked', new Map([['demo/pulling', 'b']]), ['calico-ip-leaked 10.244.1.7']],
+    ['no longer exists (or holds another address): leaked', new Map(), ['calico-ip-leaked 10.244.1.7']],
+  ])('an allocation whose pod %s', (_, waiting, found) => {
+    // calico-ipam allocates when the sandbox is made; kubelet posts the address once the images are pulled.
+    const v = view([block('10.244.1.0/26', 'a', 64, [{ ordinal: 7, pod: 'pulling', node: 'a' }])], [], { waiting });
+    expect(classes(v, 'a')).toEqual(found);
+  });
+
+  it.each([
     // [pod demo/p on b uses 10.244.1.5 of a's block, which records ..., conflict?, the allocation of ordinal 5]
     ['it for that pod and node (a borrow)', false, { ordinal: 5, pod: 'p', node: 'b' }],
     ['it for that pod, no node named (a borrow)', false, { ordinal: 5, pod: 'p', node: '' }],
@@ -186,11 +196,11 @@ describe('Calico IPAM', () => {
 });
 
 describe('reading Calico IPAM from the API', () => {
-  type PodRow = [ip: string, pod: string, node: string];
+  type PodRow = [ip: string, pod: string, node: string, deleting?: boolean];
   /** A cluster serving Calico's group with these affinities, blocks and pods, and nodes a and b; what it was asked. */
   function calicoCluster(affinities: BlockAffinity[], blocks: IpamBlock[], pods: PodRow[]) {
     const asked: string[] = [];
-    const podObject = ([ip, name, node]: PodRow) => ({ metadata: { namespace: 'demo', name }, spec: { nodeName: node, containers: [] }, status: { phase: 'Running', podIP: ip } });
+    const podObject = ([ip, name, node, deleting]: PodRow) => ({ metadata: { namespace: 'demo', name, ...(deleting ? { deletionTimestamp: '2026-12-02T00:00:00Z' } : {}) }, spec: { nodeName: node, containers: [] }, status: { phase: ip ? 'Running' : 'Pending', podIP: ip || undefined } });
     const notFound = () => Promise.reject(new ApiError(404, 'NotFound', 'not found'));
     const cluster = {
       get: async (path: string) => {
@@ -240,6 +250,12 @@ describe('reading Calico IPAM from the API', () => {
     expect(asked).not.toContain('/api/v1/pods');
     expect(asked.filter((p) => p.includes('/ipamblocks/')).sort()).toEqual(['/apis/crd.projectcalico.org/v1/ipamblocks/10-244-1-0-26', '/apis/crd.projectcalico.org/v1/ipamblocks/10-244-2-0-26']);
     expect(asked.filter((p) => p.includes('/namespaces/demo/pods/')).sort()).toEqual(['/api/v1/namespaces/demo/pods/gone', '/api/v1/namespaces/demo/pods/lent']);
+  });
+
+  it('a pod with no address posted yet holds its allocation, in a node\'s view and in the whole one; a pod being deleted does not', async () => {
+    const mine = block('10.244.1.0/26', 'a', 64, [{ ordinal: 7, pod: 'pulling', node: 'a' }, { ordinal: 8, pod: 'leaving', node: 'a' }]);
+    const { cluster } = calicoCluster([affinityOf(mine)], [mine], [['', 'pulling', 'a'], ['', 'leaving', 'a', true]]);
+    for (const scope of ['node', 'cluster'] as const) expect((await calicoFindings(cluster, 'a', scope))?.node.map((f) => f.evidence.ip)).toEqual(['10.244.1.8']);
   });
 
   it('the whole view (--cluster-wide) lists the pods after the blocks: a pod on another node in an empty block of this one is a conflict', async () => {
