@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { TransportSpec } from '../node/transport/index.js';
 import { existsSync } from 'node:fs';
 import { usageError } from '../errors.js';
-import { sshConfigFor } from './ssh-config.js';
+import { parseUserHostPort, sshConfigFor } from './ssh-config.js';
 
 // How to reach a node, from command-line flags: ssh (default), docker exec (kind nodes are containers), or local.
 export interface ConnectFlags {
@@ -48,9 +48,9 @@ function port(value: string | undefined): number {
 
 /**
  * The transport the flags ask for. Over SSH, what the flags leave out is taken as `ssh NAME` would take it: from
- * ~/.ssh/config's entry for --ssh-host, else for the node's name (HostName, User, Port, IdentityFile, one ProxyJump),
- * then the defaults (the node's InternalIP, root, 22, ~/.ssh/id_ed25519); ssh-agent's keys (SSH_AUTH_SOCK) are offered
- * after the key file's.
+ * ~/.ssh/config's entry for --ssh-host, else for the node's name (ssh-config.ts says which keywords), then the
+ * defaults (the node's InternalIP, root, 22, ~/.ssh/id_ed25519); ssh-agent's keys (SSH_AUTH_SOCK) are offered after
+ * the key file's. --ssh-bastion is [user@]host[:port].
  */
 export function transportSpec(
   flags: ConnectFlags,
@@ -67,27 +67,28 @@ export function transportSpec(
     }
     if (kind !== 'ssh') throw usageError(`unknown --transport ${JSON.stringify(kind)}: ssh, docker-exec or local`);
     const name = flags['ssh-host'] ?? node;
-    const config = name ? sshConfigFor(`${home}/.ssh/config`, name, home) : {};
-    const user = flags['ssh-user'] ?? config.user ?? 'root';
+    const context = { home, ...(flags['ssh-user'] ? { user: flags['ssh-user'] } : {}), ...(flags['ssh-port'] ? { port: flags['ssh-port'] } : {}) };
+    const config = name ? sshConfigFor(`${home}/.ssh/config`, name, context) : { identityFiles: [], identitiesOnly: false };
+    const user = config.user ?? 'root';
     if (!USER.test(user)) throw usageError(`invalid --ssh-user ${JSON.stringify(user)}`);
-    let bastion: { host: string; port?: number; user?: string } | undefined;
-    if (flags['ssh-bastion']) {
-      const [h = '', p] = flags['ssh-bastion'].split(':');
-      bastion = { host: host(h, '--ssh-bastion'), port: port(p) };
-    } else if (config.jump) {
-      bastion = { host: host(config.jump.host, 'ProxyJump'), port: port(config.jump.port?.toString()), ...(config.jump.user ? { user: config.jump.user } : {}) };
-    }
+    const jump = flags['ssh-bastion'] ? parseUserHostPort(flags['ssh-bastion']) : config.jump;
+    const from = flags['ssh-bastion'] ? '--ssh-bastion' : 'ProxyJump';
+    if (jump?.user !== undefined && !USER.test(jump.user)) throw usageError(`invalid ${from} user ${JSON.stringify(jump.user)}`);
+    const bastion = jump && { host: host(jump.host, from), port: port(jump.port?.toString()), ...(jump.user ? { user: jump.user } : {}) };
     const fallbackKey = `${home}/.ssh/id_ed25519`;
-    // With an agent and no key file anywhere, the agent's keys alone.
-    const keyPath = flags['ssh-key'] ?? config.identityFile ?? (agent && !existsSync(fallbackKey) ? undefined : fallbackKey);
+    // As ssh: the IdentityFiles that exist, in order (the first one here), else the default key; with an agent and no
+    // key file anywhere, the agent's keys alone. IdentitiesOnly keeps the agent's keys out.
+    const configured = config.identityFiles.find((f) => existsSync(f)) ?? (agent ? undefined : config.identityFiles[0]);
+    const keyPath = flags['ssh-key'] ?? (config.identityFiles.length > 0 ? configured : agent && !existsSync(fallbackKey) ? undefined : fallbackKey);
+    const offerAgent = agent && !(config.identitiesOnly && keyPath) ? agent : undefined;
     return {
       kind: 'ssh',
       host: host(config.hostName ?? flags['ssh-host'] ?? (await defaultHost()), '--ssh-host'),
-      port: port(flags['ssh-port'] ?? config.port),
+      port: port(config.port),
       user,
       ...(keyPath ? { privateKeyPath: keyPath } : {}),
-      ...(agent ? { agent } : {}),
-      knownHostsPath: flags['known-hosts'] ?? `${home}/.ssh/known_hosts`,
+      ...(offerAgent ? { agent: offerAgent } : {}),
+      knownHostsPath: flags['known-hosts'] ?? config.knownHostsFile ?? `${home}/.ssh/known_hosts`,
       bastion,
     };
   })();

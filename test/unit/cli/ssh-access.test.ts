@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,62 @@ describe('how the CLI reaches a node over SSH', () => {
     expect(await transportSpec({}, internalIp, { home, node: 'node-b', agent: '' })).toMatchObject({ host: '10.0.0.9', user: 'fallback', port: 22, privateKeyPath: `${home}/.ssh/id_ed25519` });
   });
 
+  // OpenSSH itself (`ssh -G`, which reads the config and connects nowhere) beside the tool, on one fixture that uses
+  // every keyword the tool honours: an Include by glob, Match blocks, tokens, a jump host's own entry.
+  it('reads an Include, Match, tokens, UserKnownHostsFile, IdentityFiles and a jump alias as `ssh -G` does', async () => {
+    const home = homeWith(
+      [
+        'Include conf.d/*.conf',
+        'Host bastion',
+        '  HostName 127.0.0.1',
+        '  User jumper',
+        '  Port 2022',
+        'Host node-a node-c !node-x',
+        '  IdentityFile ~/.ssh/keys/%h_%p_%r',
+        '  IdentityFile %d/.ssh/second_%n',
+        '  UserKnownHostsFile ~/.ssh/kh/%n ~/.ssh/kh2',
+        '  ProxyJump bastion',
+        '  IdentitiesOnly yes',
+        'Match originalhost node-a user ops',
+        '  Port 2200',
+        'Match !host 10.0.0.*',
+        '  User nobody-else',
+        'Host *',
+        '  User fallback',
+        '',
+      ].join('\n'),
+      ['second_node-a'],
+    );
+    mkdirSync(join(home, '.ssh', 'conf.d'));
+    writeFileSync(join(home, '.ssh', 'conf.d', '10-a.conf'), 'Host node-a\n  HostName 10.0.0.5\n  User ops\n');
+    writeFileSync(join(home, '.ssh', 'conf.d', '20-b.conf'), 'Host node-a\n  User not-this-one\n  HostName 10.9.9.9\n');
+    // ssh -G expands ~ in known_hosts paths from the passwd entry, not $HOME: that part of its words is the test's home.
+    const sshG = (host: string) => {
+      const out = execFileSync('ssh', ['-G', '-F', join(home, '.ssh', 'config'), host], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOME: home } });
+      const keys: Record<string, string[]> = {};
+      for (const [k, ...v] of out.split('\n').map((l) => l.split(' '))) (keys[k!] ??= []).push(v.join(' ').replace(`${process.env.HOME ?? '/root'}/`, `${home}/`));
+      return keys;
+    };
+    const g = sshG('node-a');
+    const spec = await transportSpec({}, internalIp, { home, node: 'node-a', agent: '/run/agent.sock' });
+    const jump = sshG('bastion');
+    expect(spec).toMatchObject({ host: g.hostname![0], user: g.user![0], port: Number(g.port![0]), knownHostsPath: g.userknownhostsfile![0]!.split(' ')[0] });
+    expect(spec).toMatchObject({ bastion: { host: jump.hostname![0], user: jump.user![0], port: Number(jump.port![0]) } });
+    expect(g.proxyjump).toEqual(['bastion']);
+    // ssh expands IdentityFile's tokens when it loads the keys; the tool offers the first that exists, and with
+    // IdentitiesOnly not the agent's.
+    expect(g.identityfile).toEqual(['~/.ssh/keys/%h_%p_%r', '%d/.ssh/second_%n']);
+    expect(g.identitiesonly).toEqual(['yes']);
+    expect(spec).toMatchObject({ privateKeyPath: `${home}/.ssh/second_node-a` });
+    expect(spec).not.toHaveProperty('agent');
+    // A Match that negates: node-c has no HostName, so `!host 10.0.0.*` holds and its User comes first.
+    expect(await transportSpec({}, internalIp, { home, node: 'node-c', agent: '' })).toMatchObject({ user: sshG('node-c').user![0], host: '10.0.0.9' });
+    expect(sshG('node-c').user).toEqual(['nobody-else']);
+    // The command line wins and Match user sees it, as `ssh -l` does.
+    expect(await transportSpec({ 'ssh-user': 'maint' }, internalIp, { home, node: 'node-a', agent: '' })).toMatchObject({ user: 'maint', port: 22 });
+    expect(await transportSpec({ 'ssh-bastion': 'ops@10.1.1.1:2222' }, internalIp, { home, node: 'node-a', agent: '' })).toMatchObject({ bastion: { host: '10.1.1.1', port: 2222, user: 'ops' } });
+  });
+
   it('offers the agent (SSH_AUTH_SOCK) after the key file, and the agent alone when there is no key file', async () => {
     expect(await transportSpec({}, internalIp, { home: homeWith(undefined, ['id_ed25519']), node: 'n', agent: '/run/agent.sock' })).toMatchObject({ privateKeyPath: expect.stringMatching(/id_ed25519$/), agent: '/run/agent.sock' });
     const agentOnly = await transportSpec({}, internalIp, { home: homeWith(), node: 'n', agent: '/run/agent.sock' });
@@ -43,5 +100,21 @@ describe('how the CLI reaches a node over SSH', () => {
     await expect(transportSpec({}, internalIp, { home: homeWith('Host node-a\n  ProxyCommand nc %h %p\n'), node: 'node-a', agent: '' })).rejects.toThrow(/gives node-a a ProxyCommand, which this tool does not support/);
     await expect(transportSpec({}, internalIp, { home: homeWith('Host *\n  CertificateFile ~/.ssh/id-cert.pub\n'), node: 'node-a', agent: '' })).rejects.toThrow(/a CertificateFile, which this tool does not support/);
     await expect(transportSpec({}, internalIp, { home: homeWith('Host node-a\n  ProxyJump a,b\n'), node: 'node-a', agent: '' })).rejects.toThrow(/ProxyJump of more than one hop \(a,b\)/);
+    await expect(transportSpec({}, internalIp, { home: homeWith('Host node-a\n  ProxyJump j\nHost j\n  ProxyJump k\n'), node: 'node-a', agent: '' })).rejects.toThrow(/jump host j a ProxyJump of its own \(a chain of jumps\)/);
+    // Where it is found: in an included file too; a Match exec is refused, never run.
+    const home = homeWith('Include extra\n');
+    writeFileSync(join(home, '.ssh', 'extra'), 'Host node-*\n  ProxyCommand nc %h %p\n');
+    await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).rejects.toThrow(/gives node-a a ProxyCommand/);
+    // ... but not from a block that does not apply, which reads nothing of what it includes.
+    writeFileSync(join(home, '.ssh', 'config'), 'Host other\n  Include extra\nHost *\n  IdentityFile ${NM_KEYS}/k\n');
+    process.env.NM_KEYS = '/keys';
+    await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).resolves.toMatchObject({ privateKeyPath: '/keys/k' });
+    delete process.env.NM_KEYS;
+    await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).rejects.toThrow(/names the environment variable NM_KEYS, which is not set/);
+    const marker = join(home, 'ran');
+    await expect(transportSpec({}, internalIp, { home: homeWith(`Match exec "touch ${marker}"\n  User x\n`), node: 'node-a', agent: '' })).rejects.toThrow(/`Match exec`, which this tool does not evaluate/);
+    expect(() => execFileSync('test', ['-e', marker])).toThrow();
+    await expect(transportSpec({}, internalIp, { home: homeWith('Host *\n  IdentityFile ~/.ssh/%C\n'), node: 'node-a', agent: '' })).rejects.toThrow(/uses %C, which this tool does not expand/);
+    await expect(transportSpec({ 'ssh-bastion': 'bad user@h' }, internalIp, { home: homeWith(), node: 'node-a', agent: '' })).rejects.toThrow(/invalid --ssh-bastion user "bad user"/);
   });
 });
