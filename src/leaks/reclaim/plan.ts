@@ -44,7 +44,13 @@ export function planReclaim(input: {
     plan.skipped = input.second.map((finding) => ({ finding, reason: `not reclaimed: the audit could not verify everything (${refused.join('; ')})` }));
     return plan;
   }
-  const young = (mtime: number) => state.now - mtime < input.graceSeconds;
+  // Held back while younger than the grace, measured from the thing's own age; the reason says when that ends.
+  const heldBack = (finding: Finding, ageSeconds: number): boolean => {
+    if (ageSeconds >= input.graceSeconds) return false;
+    const age = Math.max(0, Math.floor(ageSeconds));
+    plan.skipped.push({ finding, reason: `younger than --grace ${input.graceSeconds}s (${age}s old): releasable in ${input.graceSeconds - age}s` });
+    return true;
+  };
   const replayed = new Set<string>();
   const fallback = { podCidr: input.podCidr, configsByNetwork: new Map<string, string>() };
   const sandboxPids = new Map(state.sandboxes.map((s) => [s.id, s.pid]));
@@ -57,11 +63,7 @@ export function planReclaim(input: {
     switch (f.class) {
       case 'cni-cache-orphan': {
         const entry = state.cniCache.find((e) => e.path === f.evidence.file);
-        if (!entry) break;
-        if (young(entry.mtime)) {
-          plan.skipped.push({ finding: f, reason: `younger than ${input.graceSeconds}s` });
-          break;
-        }
+        if (!entry || heldBack(f, state.now - entry.mtime)) break;
         const pid = sandboxPids.get(entry.containerId) ?? 0;
         const replay = planReplay(entry, pid > 0 ? `/proc/${pid}/ns/net` : (entry.netns ?? ''), fallback);
         if ('calls' in replay) {
@@ -72,17 +74,17 @@ export function planReclaim(input: {
       }
       case 'ip-reservation-leaked': {
         const r = state.ipam.flatMap((d) => d.reservations).find((x) => x.path === f.evidence.file);
-        if (!r) break;
-        if (young(r.mtime)) plan.skipped.push({ finding: f, reason: `younger than ${input.graceSeconds}s` });
-        else plan.reservations.push({ path: r.path, dir: r.path.slice(0, r.path.lastIndexOf('/')), containerId: r.containerId, ip: r.ip });
+        if (r && !heldBack(f, state.now - r.mtime)) plan.reservations.push({ path: r.path, dir: r.path.slice(0, r.path.lastIndexOf('/')), containerId: r.containerId, ip: r.ip });
         break;
       }
       case 'checkpoint-orphan':
         plan.checkpoints.push({ path: String(f.evidence.file), sandboxId: String(f.evidence.containerId) });
         break;
-      case 'netns-orphan':
-        plan.netns.push(String(f.evidence.file).split('/').pop()!);
+      case 'netns-orphan': {
+        const name = String(f.evidence.file).split('/').pop()!;
+        if (!heldBack(f, state.netnsActivity[name]?.ageSeconds ?? 0)) plan.netns.push(name);
         break;
+      }
       case 'stuck-terminating':
         for (const c of (f.evidence.containers as Array<{ id: string; state: string }>) ?? []) {
           if (c.state !== 'running') plan.containers.push({ id: c.id, pod: String(f.evidence.pod) });

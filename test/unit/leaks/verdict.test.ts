@@ -70,4 +70,21 @@ describe('reclaim on a blind audit', () => {
     const plan = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 0 });
     expect(plan.calico).toEqual([orphan]);
   });
+
+  it('holds back what is younger than --grace, by its own age (a netns by its pin), and says when it becomes releasable', () => {
+    const state = kubenetNode(0, 1);
+    state.netns = ['cni-0a1b2c3d-0000-0000-0000-000000000001'];
+    state.netnsActivity = { [state.netns[0]!]: { ageSeconds: 82, processes: 0 } };
+    const findings = auditNode(input({ state })).findings;
+    const netns = findings.find((f) => f.class === 'netns-orphan');
+    expect(netns?.evidence.file).toBe(`/var/run/netns/${state.netns[0]}`);
+    const ages = [...state.cniCache, ...state.ipam.flatMap((d) => d.reservations)].map((e) => state.now - e.mtime);
+    const grace = Math.max(...ages, 82) + 10;
+    const held = planReclaim({ first: findings, second: findings, unverifiable: [], state, graceSeconds: grace });
+    expect(held.netns.length + held.reservations.length + held.replays.length).toBe(0);
+    expect(held.skipped.find((s) => s.finding === netns)?.reason).toBe(`younger than --grace ${grace}s (82s old): releasable in ${grace - 82}s`);
+    expect(held.skipped.every((s) => /^younger than --grace \d+s \(\d+s old\): releasable in \d+s$/.test(s.reason))).toBe(true);
+    const released = planReclaim({ first: findings, second: findings, unverifiable: [], state, graceSeconds: 82 });
+    expect(released.netns).toEqual([state.netns[0]]);
+  });
 });
