@@ -66,6 +66,12 @@ const CALICO_CLUSTER_PERMISSIONS: Permission[] = [
   { verb: 'list', group: '', resource: 'nodes' },
 ];
 
+/** The objects whose age holds a Calico release back for --grace. */
+const CALICO_AGES: Permission[] = [
+  { verb: 'get', group: 'crd.projectcalico.org', resource: 'ipamhandles' },
+  { verb: 'get', group: 'crd.projectcalico.org', resource: 'blockaffinities' },
+];
+
 /**
  * What audit-node --reclaim asks of the API: the audit's reads, the node's Lease (it holds it as a run does), and the
  * writes that release Calico's and whereabouts' records where the cluster serves them. A run never needs those writes:
@@ -75,7 +81,7 @@ const CALICO_CLUSTER_PERMISSIONS: Permission[] = [
 export function reclaimPermissions(namespace: string, calico: boolean, whereabouts: boolean, scope: 'node' | 'cluster' = 'node'): Permission[] {
   const writes = (group: string, resources: string[], verbs: string[]) => resources.flatMap((resource) => verbs.map((verb) => ({ verb, group, resource, write: true })));
   return [
-    ...(calico ? [...CALICO_PERMISSIONS, { verb: 'get', group: '', resource: 'pods' }, ...(scope === 'cluster' ? CALICO_CLUSTER_PERMISSIONS : []), ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
+    ...(calico ? [...CALICO_PERMISSIONS, { verb: 'get', group: '', resource: 'pods' }, ...CALICO_AGES, ...(scope === 'cluster' ? CALICO_CLUSTER_PERMISSIONS : []), ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
     ...(whereabouts ? [...WHEREABOUTS_PERMISSIONS, ...writes('whereabouts.cni.cncf.io', ['ippools'], ['patch']), ...writes('whereabouts.cni.cncf.io', ['overlappingrangeipreservations'], ['delete'])] : []),
     { verb: 'get', group: '', resource: 'nodes' },
     { verb: 'list', group: '', resource: 'pods' },

@@ -113,8 +113,14 @@ describe('Calico IPAM leaks', () => {
     expect(inBlock.map(([ip]) => ip)).toContain(victim.ip);
   });
 
-  it('reclaim releases through the CRDs: the IP, its handle, the orphan affinity; the conflict is left to an operator', async () => {
-    const result = await audit(FIRST.name, ['--reclaim', '--cluster-wide', '--interval', '1']);
+  it('reclaim releases through the CRDs, once older than --grace: the IP, its handle, the orphan affinity; the conflict is left to an operator', async () => {
+    // Made moments ago: each record's object is younger than the default grace, so all are left alone, with why.
+    const young = await audit(FIRST.name, ['--reclaim', '--cluster-wide', '--interval', '1']);
+    expect(JSON.parse(young.stdout).calico).toEqual([]);
+    for (const what of ['calico-ip-leaked: 10.251.0.1', 'calico-handle-leaked', 'calico-affinity-orphan']) {
+      expect(young.stderr).toMatch(new RegExp(`left alone: ${what}.*\\(younger than --grace 120s \\(\\d+s old\\): releasable in \\d+s\\)`));
+    }
+    const result = await audit(FIRST.name, ['--reclaim', '--cluster-wide', '--interval', '1', '--grace', '0']);
     const outcome = JSON.parse(result.stdout);
     expect(outcome.calico.map((o: any) => [o.finding.class, o.verdict]).sort()).toEqual([
       ['calico-affinity-orphan', 'freed'],

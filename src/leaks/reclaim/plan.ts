@@ -35,6 +35,8 @@ export function planReclaim(input: {
   state: NodeState;
   podCidr?: string;
   graceSeconds: number;
+  /** Calico's records by their objects' age (findingKey to seconds), where the API gave one. */
+  apiAges?: Map<string, number>;
 }): ReclaimPlan {
   const { state } = input;
   const seenBefore = new Set(input.first.map(findingKey));
@@ -92,9 +94,11 @@ export function planReclaim(input: {
         break;
       case 'calico-ip-leaked':
       case 'calico-affinity-orphan':
-      case 'calico-handle-leaked':
-        plan.calico.push(f);
+      case 'calico-handle-leaked': {
+        const age = input.apiAges?.get(findingKey(f));
+        if (age === undefined || !heldBack(f, age)) plan.calico.push(f);
         break;
+      }
       case 'whereabouts-ip-leaked':
         plan.whereabouts.push(f);
         break;
@@ -117,5 +121,6 @@ export function planLines(plan: ReclaimPlan): string[] {
     ...plan.containers.map((c) => `remove leftover container ${c.id.slice(0, 12)} of ${c.pod}`),
     ...plan.calico.map((f) => `Calico: release ${f.class.replace('calico-', '')}: ${f.message}`),
     ...plan.whereabouts.map((f) => `whereabouts: release ${f.message}`),
+    ...plan.skipped.map(({ finding, reason }) => `left alone: ${finding.class}: ${finding.message} (${reason})`),
   ];
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { auditExitCode, renderAudit } from '../../../src/cli/render-audit.js';
 import { auditNode, type AuditInput } from '../../../src/leaks/audit.js';
-import { planLines, planReclaim } from '../../../src/leaks/reclaim/plan.js';
+import { findingKey, planLines, planReclaim } from '../../../src/leaks/reclaim/plan.js';
 import { summarize, type AuditVerdict, type Finding } from '../../../src/leaks/types.js';
 import { emptyState, kubenetNode, podOn } from './state-builder.js';
 
@@ -66,9 +66,14 @@ describe('reclaim on a blind audit', () => {
     expect(planLines(refused)).toEqual(['refused, nothing will be done: the pod list could not be read']);
   });
 
-  it('still releases cluster-wide Calico leaks it saw twice', () => {
+  it('still releases cluster-wide Calico leaks it saw twice, once their objects are older than --grace', () => {
     const plan = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 0 });
     expect(plan.calico).toEqual([orphan]);
+    const young = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 120, apiAges: new Map([[findingKey(orphan), 82.4]]) });
+    expect(young.calico).toEqual([]);
+    expect(planLines(young)).toEqual(['left alone: calico-affinity-orphan: block affinity x of gone-node (younger than --grace 120s (82s old): releasable in 38s)']);
+    const old = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 120, apiAges: new Map([[findingKey(orphan), 121]]) });
+    expect(old.calico).toEqual([orphan]);
   });
 
   it('holds back what is younger than --grace, by its own age (a netns by its pin), and says when it becomes releasable', () => {
