@@ -141,7 +141,8 @@ describe('the agent as a trust boundary, with the shipped manifests', () => {
         await runRefused(['create'], new RegExp(`a run starts and removes only pods pinned to its own node \\(${t.name}\\)`), pinned);
         await runRefused(['create'], /violates PodSecurity "restricted/, { ...pinned, spec: { nodeName: t.name, hostPID: true, containers: [{ name: 'c', image: 'testbed/busybox:1' }] } });
         const otherLease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: `node-maint-${other}`, namespace: 'kube-system' }, spec: { holderIdentity: 'x' } };
-        await runRefused(['apply'], new RegExp(`a run holds only its own node's Lease \\(node-maint-${t.name}\\)`), otherLease);
+        // create, not apply: another file may have left that Lease, and apply would patch it (refused by RBAC first).
+        await runRefused(['create'], new RegExp(`a run holds only its own node's Lease \\(node-maint-${t.name}\\)`), otherLease);
       } finally {
         await kubectl('delete', 'maintenancerun', OTHER, '--ignore-not-found');
       }
