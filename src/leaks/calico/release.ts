@@ -2,7 +2,7 @@ import { ApiError, type Cluster } from '../../cluster/api.js';
 import { addressAt } from '../../node/cni/host-local.js';
 import type { Finding, ReleaseOutcome } from '../types.js';
 import { allocatedPod } from './blocks.js';
-import { blockObjectName, CALICO_GROUP } from './names.js';
+import { blockObjectName, CALICO_GROUP, handleObjectName } from './names.js';
 import type { BlockAffinity, IpamBlock, IpamHandle } from './types.js';
 
 // Releases Calico IPAM leaks through the CRDs, each write conditional on the object as last read (resourceVersion):
@@ -67,7 +67,7 @@ async function releaseIps(cluster: Cluster, name: string, findings: Finding[]): 
 }
 
 async function decrementHandle(cluster: Cluster, handleId: string, cidr: string): Promise<void> {
-  const path = `${CALICO_GROUP}/ipamhandles/${handleId.toLowerCase()}`;
+  const path = `${CALICO_GROUP}/ipamhandles/${handleObjectName(handleId)}`;
   let handle: IpamHandle;
   try {
     handle = await cluster.get<IpamHandle>(path);

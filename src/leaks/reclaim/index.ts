@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, type Cluster } from '../../cluster/api.js';
+import type { Cluster } from '../../cluster/api.js';
 import { DEFAULT_LEASE_TIMING, holderIdentity } from '../../cluster/lease.js';
 import { FencedTransport } from '../../node/transport/fenced.js';
 import { LeaseKeeper } from '../../runbook/lease-keeper.js';
@@ -11,12 +11,12 @@ import { releaseCalico } from '../calico/release.js';
 import { releaseWhereabouts } from '../whereabouts/release.js';
 import { hasWhereabouts } from '../whereabouts/read.js';
 import { hasCalico } from '../calico/index.js';
-import { CALICO_GROUP } from '../calico/names.js';
+import { calicoAges } from '../calico/ages.js';
 import { reclaimPermissions, requirePermissions } from '../../cluster/permissions.js';
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
 import type { AuditReport, IpamScope, ReleaseOutcome } from '../types.js';
-import { findingKey, planLines, planReclaim, type ReclaimPlan } from './plan.js';
+import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
 import { parseReclaimOutput, reclaimScript, type ReclaimOutcome } from './script.js';
 
 export interface ReclaimOptions {
@@ -102,26 +102,4 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
   const whereabouts = plan.whereabouts.length > 0 ? await releaseWhereabouts(cluster, plan.whereabouts, save) : [];
   const after = await auditLiveNode({ cluster, transport, node, ipamScope });
   return { before: second.report, plan, outcomes, calico, whereabouts, after: after.report, backupDir };
-}
-
-/**
- * Each Calico finding's age: its handle's (calico-ipam makes the handle as it allocates) or its affinity's object,
- * from the API's creationTimestamp. None where the object is gone (the release then finds it gone too); any other
- * failure stops the reclaim before it changes anything.
- */
-async function calicoAges(cluster: Cluster, findings: AuditReport['findings']): Promise<Map<string, number>> {
-  const ages = new Map<string, number>();
-  for (const f of findings) {
-    const name = f.class === 'calico-affinity-orphan' ? `blockaffinities/${String(f.evidence.affinity)}` : f.class.startsWith('calico-') && f.evidence.handle ? `ipamhandles/${String(f.evidence.handle).toLowerCase()}` : undefined;
-    if (!name) continue;
-    const made = await cluster.get<{ metadata: { creationTimestamp?: string } }>(`${CALICO_GROUP}/${name}`).then(
-      (o) => o.metadata.creationTimestamp,
-      (e: unknown) => {
-        if (e instanceof ApiError && e.status === 404) return undefined;
-        throw e;
-      },
-    );
-    if (made) ages.set(findingKey(f), (Date.now() - Date.parse(made)) / 1000);
-  }
-  return ages;
 }

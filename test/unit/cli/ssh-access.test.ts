@@ -115,6 +115,10 @@ describe('how the CLI reaches a node over SSH', () => {
     await expect(transportSpec({}, internalIp, { home: homeWith(`Match exec "touch ${marker}"\n  User x\n`), node: 'node-a', agent: '' })).rejects.toThrow(/`Match exec`, which this tool does not evaluate/);
     expect(() => execFileSync('test', ['-e', marker])).toThrow();
     await expect(transportSpec({}, internalIp, { home: homeWith('Host *\n  IdentityFile ~/.ssh/%C\n'), node: 'node-a', agent: '' })).rejects.toThrow(/uses %C, which this tool does not expand/);
+    const loop = homeWith('Include a\n');
+    writeFileSync(join(loop, '.ssh', 'a'), 'Include b\n');
+    writeFileSync(join(loop, '.ssh', 'b'), 'Include a\n');
+    await expect(transportSpec({}, internalIp, { home: loop, node: 'node-a', agent: '' })).rejects.toThrow(/Include nested deeper than 16 files/);
     await expect(transportSpec({ 'ssh-bastion': 'bad user@h' }, internalIp, { home: homeWith(), node: 'node-a', agent: '' })).rejects.toThrow(/invalid --ssh-bastion user "bad user"/);
   });
 });
