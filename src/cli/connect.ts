@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { TransportSpec } from '../node/transport/index.js';
 import { existsSync } from 'node:fs';
 import { usageError } from '../errors.js';
-import { parseUserHostPort, sshConfigFor } from './ssh-config.js';
+import { jumpEntry, sshConfigFor, type SshConfigEntry } from './ssh-config.js';
 
 // How to reach a node, from command-line flags: ssh (default), docker exec (kind nodes are containers), or local.
 export interface ConnectFlags {
@@ -32,6 +32,8 @@ export const CONNECT_OPTIONS = {
 const HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
 const USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const CONTAINER = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+/** ssh's default keys when no IdentityFile is named, in its order: the types ssh2 can sign with. */
+const DEFAULT_KEYS = ['id_rsa', 'id_ecdsa', 'id_ed25519'];
 const DOCKER_HOST = /^(unix:\/\/\/[A-Za-z0-9_./-]+|tcp:\/\/[A-Za-z0-9.-]+:\d+)$/;
 
 function host(value: string, flag: string): string {
@@ -67,29 +69,44 @@ export function transportSpec(
     }
     if (kind !== 'ssh') throw usageError(`unknown --transport ${JSON.stringify(kind)}: ssh, docker-exec or local`);
     const name = flags['ssh-host'] ?? node;
+    const configPath = `${home}/.ssh/config`;
     const context = { home, ...(flags['ssh-user'] ? { user: flags['ssh-user'] } : {}), ...(flags['ssh-port'] ? { port: flags['ssh-port'] } : {}) };
-    const config = name ? sshConfigFor(`${home}/.ssh/config`, name, context) : { identityFiles: [], identitiesOnly: false };
+    const config: SshConfigEntry = name ? sshConfigFor(configPath, name, context) : { identityFiles: [], identitiesOnly: false };
     const user = config.user ?? 'root';
     if (!USER.test(user)) throw usageError(`invalid --ssh-user ${JSON.stringify(user)}`);
-    const jump = flags['ssh-bastion'] ? parseUserHostPort(flags['ssh-bastion']) : config.jump;
+    const keys = keysOffered(config, flags['ssh-key'], home, agent);
+    const knownHostsPath = flags['known-hosts'] ?? config.knownHostsFile ?? `${home}/.ssh/known_hosts`;
+    const jump = flags['ssh-bastion'] ? jumpEntry(configPath, flags['ssh-bastion'], home) : config.jump;
     const from = flags['ssh-bastion'] ? '--ssh-bastion' : 'ProxyJump';
     if (jump?.user !== undefined && !USER.test(jump.user)) throw usageError(`invalid ${from} user ${JSON.stringify(jump.user)}`);
-    const bastion = jump && { host: host(jump.host, from), port: port(jump.port?.toString()), ...(jump.user ? { user: jump.user } : {}) };
-    const fallbackKey = `${home}/.ssh/id_ed25519`;
-    // As ssh: the IdentityFiles that exist, in order (the first one here), else the default key; with an agent and no
-    // key file anywhere, the agent's keys alone. IdentitiesOnly keeps the agent's keys out.
-    const configured = config.identityFiles.find((f) => existsSync(f)) ?? (agent ? undefined : config.identityFiles[0]);
-    const keyPath = flags['ssh-key'] ?? (config.identityFiles.length > 0 ? configured : agent && !existsSync(fallbackKey) ? undefined : fallbackKey);
-    const offerAgent = agent && !(config.identitiesOnly && keyPath) ? agent : undefined;
     return {
       kind: 'ssh',
       host: host(config.hostName ?? flags['ssh-host'] ?? (await defaultHost()), '--ssh-host'),
       port: port(config.port),
       user,
-      ...(keyPath ? { privateKeyPath: keyPath } : {}),
-      ...(offerAgent ? { agent: offerAgent } : {}),
-      knownHostsPath: flags['known-hosts'] ?? config.knownHostsFile ?? `${home}/.ssh/known_hosts`,
-      bastion,
+      ...keys,
+      knownHostsPath,
+      bastion: jump && {
+        host: host(jump.host, from),
+        port: port(jump.port?.toString()),
+        ...(jump.user ? { user: jump.user } : {}),
+        // Its own entry's keys and known_hosts where it names them, else the node's.
+        ...(jump.identityFiles.length > 0 ? { agent: undefined, ...keysOffered(jump, undefined, home, agent) } : {}),
+        knownHostsPath: jump.knownHostsFile ?? knownHostsPath,
+      },
     };
   })();
+}
+
+/**
+ * The keys offered, as ssh offers them: --ssh-key, else every IdentityFile that exists, in order, else ssh's default
+ * keys that exist; then ssh-agent's, unless IdentitiesOnly. With neither a key file nor an agent, the file ssh would
+ * look for is named, so that the error says which one is missing.
+ */
+function keysOffered(entry: Pick<SshConfigEntry, 'identityFiles' | 'identitiesOnly'>, flagKey: string | undefined, home: string, agent: string | undefined) {
+  const wanted = flagKey ? [flagKey] : entry.identityFiles.length > 0 ? entry.identityFiles : DEFAULT_KEYS.map((k) => `${home}/.ssh/${k}`);
+  const found = flagKey ? wanted : wanted.filter((f) => existsSync(f));
+  const privateKeyPaths = found.length > 0 || agent ? found : [entry.identityFiles[0] ?? `${home}/.ssh/id_ed25519`];
+  const offerAgent = agent && !(entry.identitiesOnly && privateKeyPaths.length > 0) ? agent : undefined;
+  return { ...(privateKeyPaths.length > 0 ? { privateKeyPaths } : {}), ...(offerAgent ? { agent: offerAgent } : {}) };
 }

@@ -18,8 +18,14 @@ export interface SshConfigEntry {
   identitiesOnly: boolean;
   /** UserKnownHostsFile's first file. */
   knownHostsFile?: string;
-  /** ProxyJump's one hop, its own entry read: [user@]host[:port]. */
-  jump?: { host: string; port?: number; user?: string };
+  /** ProxyJump's one hop, read with its own entry, as the `ssh -W` that ProxyJump runs reads it. */
+  jump?: JumpEntry;
+}
+
+/** The jump host: where it is and what its own entry says of keys and known_hosts. */
+export interface JumpEntry extends Omit<SshConfigEntry, 'hostName' | 'port' | 'jump'> {
+  host: string;
+  port?: number;
 }
 
 /** What the command line already fixes, as `ssh -l USER -p PORT` would: it wins, and `Match user` sees it. */
@@ -58,17 +64,21 @@ export function sshConfigFor(path: string, name: string, context: SshConfigConte
     identityFiles: (values.get('identityfile') ?? []).filter((f) => f !== 'none').map((f) => expandPath(f, 'IdentityFile')),
     identitiesOnly: one('IdentitiesOnly')?.toLowerCase() === 'yes',
     ...(knownHosts && knownHosts !== 'none' ? { knownHostsFile: expandPath(knownHosts, 'UserKnownHostsFile') } : {}),
-    ...(jump && jump.toLowerCase() !== 'none' ? { jump: jumpHost(path, name, jump, context) } : {}),
+    ...(jump && jump.toLowerCase() !== 'none' ? { jump: jumpEntry(path, jump, context.home, name) } : {}),
   };
 }
 
-/** ProxyJump's host, with what its own entry says (an inline user or port wins); a chain is refused by name. */
-function jumpHost(path: string, name: string, spec: string, context: SshConfigContext): SshConfigEntry['jump'] {
-  if (spec.includes(',')) throw usageError(`${path} gives ${name} a ProxyJump of more than one hop (${spec}), which this tool does not support: one bastion only`);
+/**
+ * A jump host ([user@]host[:port], from ProxyJump or --ssh-bastion) with what its own entry says (an inline user or
+ * port wins); a chain is refused by name. `of`: the node whose ProxyJump it is (absent: --ssh-bastion).
+ */
+export function jumpEntry(path: string, spec: string, home: string, of?: string): JumpEntry {
+  const hops = of ? `${path} gives ${of} a ProxyJump of more than one hop (${spec})` : `--ssh-bastion ${spec} is more than one hop`;
+  if (spec.includes(',')) throw usageError(`${hops}, which this tool does not support: one bastion only`);
   const { host, port, user } = parseUserHostPort(spec.replace(/^ssh:\/\//, ''));
-  const own = sshConfigFor(path, host, { home: context.home, ...(user ? { user } : {}), ...(port ? { port: String(port) } : {}) });
-  if (own.jump) throw usageError(`${path} gives ${name}'s jump host ${host} a ProxyJump of its own (a chain of jumps), which this tool does not support: one bastion only`);
-  return { host: own.hostName ?? host, ...(own.port ? { port: Number(own.port) } : {}), ...(own.user ? { user: own.user } : {}) };
+  const { hostName, port: ownPort, jump, ...own } = sshConfigFor(path, host, { home, ...(user ? { user } : {}), ...(port ? { port: String(port) } : {}) });
+  if (jump) throw usageError(`${path} gives ${of ? `${of}'s` : 'the'} jump host ${host} a ProxyJump of its own (a chain of jumps), which this tool does not support: one bastion only`);
+  return { ...own, host: hostName ?? host, ...(ownPort ? { port: Number(ownPort) } : {}) };
 }
 
 /** [user@]host[:port], as ProxyJump and --ssh-bastion take it. */

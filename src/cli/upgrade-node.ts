@@ -65,8 +65,8 @@ Cluster:
 Node access (default: ssh to the node's InternalIP):
 ${VIA_HELP}
   --ssh-host HOST              --ssh-port PORT (22)        --ssh-user USER (root; others use sudo -n)
-  --ssh-key PATH               (~/.ssh/id_ed25519)         --known-hosts PATH (~/.ssh/known_hosts; never bypassed)
-  --ssh-bastion [USER@]HOST[:PORT]  jump host, same key and known_hosts
+  --ssh-key PATH               (~/.ssh/id_*)               --known-hosts PATH (~/.ssh/known_hosts; never bypassed)
+  --ssh-bastion [USER@]HOST[:PORT]  jump host: its ~/.ssh/config entry, else the node's key and known_hosts
                                What these leave out comes from ~/.ssh/config's entry for --ssh-host or the node's name
                                (HostName, User, Port, IdentityFile, IdentitiesOnly, UserKnownHostsFile, one ProxyJump,
                                with Include, Host and Match blocks); ssh-agent's keys (SSH_AUTH_SOCK) are offered after

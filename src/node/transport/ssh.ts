@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { RunbookError } from '../../errors.js';
 import { hostKeyPolicy } from './host-keys.js';
+import { agentKeyTypes } from './agent-keys.js';
 import { hostPattern } from './known-hosts.js';
 import { ANSWER_GRACE_MS, CommandTimeoutError, ConnectionLostError, DEFAULT_COMMAND_TIMEOUT_MS, remoteShell, timedOutOnNode, type ExecOptions, type ExecResult, type Transport } from './types.js';
 
@@ -8,14 +9,14 @@ export interface SshOptions {
   host: string;
   port?: number;
   user: string;
-  /** A key file, or the key itself (privateKey), e.g. from a Pulumi secret; never logged. */
-  privateKeyPath?: string;
+  /** Key files, offered in order, or the key itself (privateKey), e.g. from a Pulumi secret; never logged. */
+  privateKeyPaths?: string[];
   privateKey?: string;
-  /** ssh-agent's socket (SSH_AUTH_SOCK): its keys are offered after the key file's, as ssh offers them. */
+  /** ssh-agent's socket (SSH_AUTH_SOCK): its keys are offered after the key files', as ssh offers them. */
   agent?: string;
   knownHostsPath: string;
-  /** An optional jump host, reached first with the same key and known_hosts. */
-  bastion?: { host: string; port?: number; user?: string };
+  /** An optional jump host, reached first; what it leaves out (user, keys, agent, known_hosts) is the node's. */
+  bastion?: { host: string; port?: number } & Partial<Pick<SshOptions, 'user' | 'privateKeyPaths' | 'agent' | 'knownHostsPath'>>;
   connectTimeoutMs?: number;
   keepaliveIntervalMs?: number;
 }
@@ -47,37 +48,29 @@ export class SshTransport implements Transport {
    */
   static async connect(options: SshOptions, deferIfUnreachable?: () => Promise<boolean>): Promise<SshTransport> {
     const ssh2: Ssh2 = (await import('ssh2')).default ?? (await import('ssh2'));
-    if (options.privateKey === undefined && options.privateKeyPath === undefined && !options.agent) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
-    const [privateKey, knownHosts] = await Promise.all([
-      options.privateKey !== undefined
-        ? Promise.resolve(Buffer.from(options.privateKey))
-        : options.privateKeyPath === undefined
-          ? Promise.resolve(undefined)
-          : readFile(options.privateKeyPath).catch((cause) => {
-              throw new RunbookError('usage', `cannot read the SSH key ${options.privateKeyPath}`, { cause });
-            }),
-      readFile(options.knownHostsPath, 'utf8').catch((cause) => {
-        throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
-      }),
-    ]);
-    usableKey(ssh2, privateKey, options);
+    const target = await credentials(ssh2, options);
+    const jumpOptions = options.bastion && { ...options, ...options.bastion, port: options.bastion.port ?? 22, user: options.bastion.user ?? options.user };
+    const jumpCredentials = jumpOptions && (await credentials(ssh2, jumpOptions));
     const open = async (): Promise<Connection> => {
       const hops: Client[] = [];
-      let sock: NodeJS.ReadableStream | undefined;
-      if (options.bastion) {
-        const bastion = { host: options.bastion.host, port: options.bastion.port ?? 22 };
-        const jump = await openClient(ssh2, { ...options, ...bastion, user: options.bastion.user ?? options.user }, privateKey, knownHosts);
-        hops.push(jump);
-        sock = await new Promise((resolve, reject) =>
-          jump.forwardOut('127.0.0.1', 0, options.host, options.port ?? 22, (err, stream) => (err ? reject(err) : resolve(stream))),
-        );
+      try {
+        let sock: NodeJS.ReadableStream | undefined;
+        if (jumpOptions) {
+          const jump = await openClient(ssh2, jumpOptions, jumpCredentials!);
+          hops.push(jump);
+          sock = await forwarded(jump, jumpOptions, options);
+        }
+        const client = await openClient(ssh2, options, target, sock);
+        const connection: Connection = { client, hops, lost: false };
+        const markLost = () => (connection.lost = true);
+        client.on('close', markLost);
+        client.on('error', markLost);
+        return connection;
+      } catch (e) {
+        // A jump host left open would keep this process alive after the error.
+        for (const hop of hops) hop.end();
+        throw e;
       }
-      const client = await openClient(ssh2, options, privateKey, knownHosts, sock);
-      const connection: Connection = { client, hops, lost: false };
-      const markLost = () => (connection.lost = true);
-      client.on('close', markLost);
-      client.on('error', markLost);
-      return connection;
     };
     try {
       return new SshTransport(await open(), options, open);
@@ -140,44 +133,101 @@ export class SshTransport implements Transport {
   }
 }
 
-/**
- * A key ssh2 can use as it is: one protected by a passphrase is refused by name (the tool never asks for one), unless
- * ssh-agent is there to hold it, as `ssh-add` does.
- */
-function usableKey(ssh2: Ssh2, key: Buffer | undefined, options: SshOptions): void {
-  if (key === undefined) return;
-  const parsed = ssh2.utils.parseKey(key);
-  if (!(parsed instanceof Error)) return;
-  const which = options.privateKeyPath ?? '(given inline)';
-  if (/encrypted|passphrase/i.test(parsed.message)) {
-    if (options.agent) return;
-    throw new RunbookError('usage', `the SSH key ${which} is protected by a passphrase, which this tool never asks for: add it to ssh-agent (\`ssh-add ${options.privateKeyPath ?? 'KEY'}\`) and run with SSH_AUTH_SOCK set`);
-  }
-  throw new RunbookError('usage', `the SSH key ${which} is not a private key ssh2 can read: ${parsed.message}`);
+/** A channel through the jump host to the node's sshd; a jump host that cannot reach it says so. */
+function forwarded(jump: Client, via: SshOptions, to: SshOptions): Promise<NodeJS.ReadableStream> {
+  const port = to.port ?? 22;
+  return new Promise((resolve, reject) =>
+    jump.forwardOut('127.0.0.1', 0, to.host, port, (err, stream) =>
+      err ? reject(new RunbookError('unreachable', `the jump host ${hostPattern(via.host, via.port ?? 22)} cannot reach ${hostPattern(to.host, port)}: ${err.message}`, { cause: err })) : resolve(stream),
+    ),
+  );
 }
 
-function openClient(
-  ssh2: Ssh2,
-  options: SshOptions,
-  privateKey: Buffer | undefined,
-  knownHosts: string,
-  sock?: NodeJS.ReadableStream,
-): Promise<Client> {
+interface Credentials {
+  /** Each key file (or the inline key) ssh2 can use as it is, by name; offered in this order, then the agent. */
+  keys: Array<{ name: string; key: Buffer }>;
+  knownHosts: string;
+}
+
+/** The keys and known_hosts of one hop, read before anything is dialled: a file that cannot be read is said by name. */
+async function credentials(ssh2: Ssh2, options: SshOptions): Promise<Credentials> {
+  const paths = options.privateKey === undefined ? (options.privateKeyPaths ?? []) : [];
+  if (options.privateKey === undefined && paths.length === 0 && !options.agent) throw new RunbookError('usage', `no SSH key given for ${options.user}@${options.host}`);
+  const [files, knownHosts] = await Promise.all([
+    Promise.all(
+      paths.map((path) =>
+        readFile(path).then(
+          (key) => ({ name: path, key }),
+          (cause) => {
+            throw new RunbookError('usage', `cannot read the SSH key ${path}`, { cause });
+          },
+        ),
+      ),
+    ),
+    readFile(options.knownHostsPath, 'utf8').catch((cause) => {
+      throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
+    }),
+  ]);
+  const given = options.privateKey === undefined ? files : [{ name: 'the key given inline', key: Buffer.from(options.privateKey) }];
+  return { keys: given.filter(({ name, key }) => usableKey(ssh2, name, key, options)), knownHosts };
+}
+
+/**
+ * Whether ssh2 can use a key as it is: one protected by a passphrase is refused by name (the tool never asks for one),
+ * unless ssh-agent is there to hold it, as `ssh-add` does (false: left to the agent).
+ */
+function usableKey(ssh2: Ssh2, name: string, key: Buffer, options: SshOptions): boolean {
+  const parsed = ssh2.utils.parseKey(key);
+  if (!(parsed instanceof Error)) return true;
+  if (/encrypted|passphrase/i.test(parsed.message)) {
+    if (options.agent) return false;
+    const path = options.privateKey === undefined ? name : 'KEY';
+    throw new RunbookError('usage', `the SSH key ${name} is protected by a passphrase, which this tool never asks for: add it to ssh-agent (\`ssh-add ${path}\`) and run with SSH_AUTH_SOCK set`);
+  }
+  throw new RunbookError('usage', `the SSH key ${name} is not a private key ssh2 can read: ${parsed.message}`);
+}
+
+/** Why a login was refused: each key offered by name, and what the agent held (an empty one said as such). */
+async function refusal(options: SshOptions, credentials: Credentials): Promise<string> {
+  const held = options.agent ? await agentKeyTypes(options.agent) : undefined;
+  const files = credentials.keys.map((k) => k.name);
+  const agent = options.agent && `ssh-agent (${options.agent})`;
+  if (agent && held?.length === 0) {
+    return files.length === 0 ? `no key to offer: ${agent} holds none, and no key file was named or found` : `the server refused ${files.join(', ')} (${agent} holds no key)`;
+  }
+  const agentKeys = agent && (held === undefined ? `the keys of ${agent}` : `the ${held.length} key(s) of ${agent}${certificates(held)}`);
+  return `the server refused ${[...files, ...(agentKeys ? [agentKeys] : [])].join(', ')}`;
+}
+
+const certificates = (types: string[]) => {
+  const n = types.filter((t) => t.includes('-cert-')).length;
+  return n === 0 ? '' : `, of which ${n} are certificates, which this tool cannot offer`;
+};
+
+function openClient(ssh2: Ssh2, options: SshOptions, credentials: Credentials, sock?: NodeJS.ReadableStream): Promise<Client> {
   const port = options.port ?? 22;
   const where = `${options.user}@${hostPattern(options.host, port)}`;
   // Never accepted blindly: the server is offered only the key types listed for this host, and its key must be listed.
   // A host with no usable entry is still connected to, as ssh does, so an unreachable one says so first; whatever key
   // it then shows is refused by the verifier.
-  const policy = hostKeyPolicy({ knownHosts, host: options.host, port, knownHostsPath: options.knownHostsPath });
+  const policy = hostKeyPolicy({ knownHosts: credentials.knownHosts, host: options.host, port, knownHostsPath: options.knownHostsPath });
+  const username = options.user;
+  const authHandler = [
+    ...credentials.keys.map(({ key }) => ({ type: 'publickey' as const, username, key })),
+    ...(options.agent ? [{ type: 'agent' as const, username, agent: options.agent }] : []),
+  ];
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client();
     let hostKeyProblem: RunbookError | undefined;
     let handshaken = false;
+    // A refused login is worded once the agent said what it holds: the close that follows must not speak first.
+    let refused = false;
     client.on('ready', () => resolve(client));
     client.on('handshake', () => (handshaken = true));
     // Closed with neither ready nor an error: after the key exchange, a login the server refused as it ended the
     // session (pam_nologin prints /run/nologin and closes while a node boots or shuts down); before it, unreachable.
     client.on('close', () =>
+      refused ||
       reject(
         handshaken
           ? new RunbookError('authentication', `${where}: the server closed the connection at login (logins refused: /run/nologin while the node boots or shuts down?)`)
@@ -191,18 +241,16 @@ function openClient(
         return reject(new RunbookError('hostKey', `the host key of ${hostPattern(options.host, port)} does not match ${options.knownHostsPath}: the server offers none of the key types listed there (${listed}) (possible man-in-the-middle)`, { cause: err }));
       }
       if (err.level === 'client-authentication') {
-        const offered = [privateKey && (options.privateKeyPath ?? 'the key given inline'), options.agent && `the keys of ssh-agent (${options.agent})`].filter(Boolean).join(' and ');
-        return reject(new RunbookError('authentication', `${where}: the server refused ${offered}`, { cause: err }));
+        refused = true;
+        return void refusal(options, credentials).then((why) => reject(new RunbookError('authentication', `${where}: ${why}`, { cause: err })));
       }
       reject(new RunbookError('unreachable', `${where}: cannot connect (${err.code ?? err.message})`, { cause: err }));
     });
     client.connect({
       host: options.host,
       port,
-      username: options.user,
-      // A passphrase-protected file is left to the agent that holds it (usableKey).
-      ...(privateKey && !(ssh2.utils.parseKey(privateKey) instanceof Error) ? { privateKey } : {}),
-      ...(options.agent ? { agent: options.agent } : {}),
+      username,
+      authHandler,
       sock: sock as never,
       readyTimeout: options.connectTimeoutMs ?? 15_000,
       keepaliveInterval: options.keepaliveIntervalMs ?? 5_000,

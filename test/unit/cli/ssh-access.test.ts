@@ -24,13 +24,13 @@ describe('how the CLI reaches a node over SSH', () => {
       host: '10.0.0.5',
       port: 2200,
       user: 'ops',
-      privateKeyPath: `${home}/.ssh/ops_key`,
+      privateKeyPaths: [`${home}/.ssh/ops_key`],
       knownHostsPath: `${home}/.ssh/known_hosts`,
-      bastion: { host: 'jump.example', port: 2022, user: 'jumper' },
+      bastion: { host: 'jump.example', port: 2022, user: 'jumper', knownHostsPath: `${home}/.ssh/known_hosts` },
     });
     // The flags win; a node without an entry of its own gets `Host *`'s and the InternalIP.
     expect(await transportSpec({ 'ssh-user': 'maint', 'ssh-port': '22' }, internalIp, { home, node: 'node-a', agent: '' })).toMatchObject({ user: 'maint', port: 22, host: '10.0.0.5' });
-    expect(await transportSpec({}, internalIp, { home, node: 'node-b', agent: '' })).toMatchObject({ host: '10.0.0.9', user: 'fallback', port: 22, privateKeyPath: `${home}/.ssh/id_ed25519` });
+    expect(await transportSpec({}, internalIp, { home, node: 'node-b', agent: '' })).toMatchObject({ host: '10.0.0.9', user: 'fallback', port: 22, privateKeyPaths: [`${home}/.ssh/id_ed25519`] });
   });
 
   // OpenSSH itself (`ssh -G`, which reads the config and connects nowhere) beside the tool, on one fixture that uses
@@ -59,6 +59,8 @@ describe('how the CLI reaches a node over SSH', () => {
       ].join('\n'),
       ['second_node-a'],
     );
+    mkdirSync(join(home, '.ssh', 'keys'));
+    writeFileSync(join(home, '.ssh', 'keys', '10.0.0.5_2200_ops'), 'key');
     mkdirSync(join(home, '.ssh', 'conf.d'));
     writeFileSync(join(home, '.ssh', 'conf.d', '10-a.conf'), 'Host node-a\n  HostName 10.0.0.5\n  User ops\n');
     writeFileSync(join(home, '.ssh', 'conf.d', '20-b.conf'), 'Host node-a\n  User not-this-one\n  HostName 10.9.9.9\n');
@@ -75,11 +77,11 @@ describe('how the CLI reaches a node over SSH', () => {
     expect(spec).toMatchObject({ host: g.hostname![0], user: g.user![0], port: Number(g.port![0]), knownHostsPath: g.userknownhostsfile![0]!.split(' ')[0] });
     expect(spec).toMatchObject({ bastion: { host: jump.hostname![0], user: jump.user![0], port: Number(jump.port![0]) } });
     expect(g.proxyjump).toEqual(['bastion']);
-    // ssh expands IdentityFile's tokens when it loads the keys; the tool offers the first that exists, and with
-    // IdentitiesOnly not the agent's.
+    // ssh expands IdentityFile's tokens when it loads the keys; the tool offers every one that exists, in order, and
+    // with IdentitiesOnly not the agent's.
     expect(g.identityfile).toEqual(['~/.ssh/keys/%h_%p_%r', '%d/.ssh/second_%n']);
     expect(g.identitiesonly).toEqual(['yes']);
-    expect(spec).toMatchObject({ privateKeyPath: `${home}/.ssh/second_node-a` });
+    expect(spec).toMatchObject({ privateKeyPaths: [`${home}/.ssh/keys/10.0.0.5_2200_ops`, `${home}/.ssh/second_node-a`] });
     expect(spec).not.toHaveProperty('agent');
     // A Match that negates: node-c has no HostName, so `!host 10.0.0.*` holds and its User comes first.
     expect(await transportSpec({}, internalIp, { home, node: 'node-c', agent: '' })).toMatchObject({ user: sshG('node-c').user![0], host: '10.0.0.9' });
@@ -90,10 +92,24 @@ describe('how the CLI reaches a node over SSH', () => {
   });
 
   it('offers the agent (SSH_AUTH_SOCK) after the key file, and the agent alone when there is no key file', async () => {
-    expect(await transportSpec({}, internalIp, { home: homeWith(undefined, ['id_ed25519']), node: 'n', agent: '/run/agent.sock' })).toMatchObject({ privateKeyPath: expect.stringMatching(/id_ed25519$/), agent: '/run/agent.sock' });
+    expect(await transportSpec({}, internalIp, { home: homeWith(undefined, ['id_ed25519']), node: 'n', agent: '/run/agent.sock' })).toMatchObject({ privateKeyPaths: [expect.stringMatching(/id_ed25519$/)], agent: '/run/agent.sock' });
     const agentOnly = await transportSpec({}, internalIp, { home: homeWith(), node: 'n', agent: '/run/agent.sock' });
     expect(agentOnly).toMatchObject({ agent: '/run/agent.sock' });
-    expect(agentOnly).not.toHaveProperty('privateKeyPath');
+    expect(agentOnly).not.toHaveProperty('privateKeyPaths');
+    // ssh's default keys that exist, in its order, when no IdentityFile is named.
+    const both = homeWith(undefined, ['id_ed25519', 'id_rsa']);
+    expect(await transportSpec({}, internalIp, { home: both, node: 'n', agent: '' })).toMatchObject({ privateKeyPaths: [`${both}/.ssh/id_rsa`, `${both}/.ssh/id_ed25519`] });
+  });
+
+  it("reaches the jump host with its own entry's keys and known_hosts, for ProxyJump and --ssh-bastion alike", async () => {
+    const home = homeWith('Host node-a\n  ProxyJump gate\nHost gate\n  HostName 10.2.2.2\n  IdentityFile ~/.ssh/gate_key\n  IdentitiesOnly yes\n  UserKnownHostsFile ~/.ssh/gate_hosts\n', ['gate_key', 'id_ed25519']);
+    const gate = { host: '10.2.2.2', port: 22, privateKeyPaths: [`${home}/.ssh/gate_key`], agent: undefined, knownHostsPath: `${home}/.ssh/gate_hosts` };
+    const viaConfig = await transportSpec({}, internalIp, { home, node: 'node-a', agent: '/run/agent.sock' });
+    expect(viaConfig).toMatchObject({ privateKeyPaths: [`${home}/.ssh/id_ed25519`], agent: '/run/agent.sock', bastion: gate });
+    expect(await transportSpec({ 'ssh-bastion': 'ops@gate' }, internalIp, { home, node: 'node-b', agent: '/run/agent.sock' })).toMatchObject({ bastion: { ...gate, user: 'ops' } });
+    // A jump host whose entry names no key is reached with the node's, as before.
+    const plain = await transportSpec({ 'ssh-bastion': 'plain:2200' }, internalIp, { home, node: 'node-b', agent: '' });
+    expect(plain.kind === 'ssh' && plain.bastion).toEqual({ host: 'plain', port: 2200, knownHostsPath: `${home}/.ssh/known_hosts` });
   });
 
   it('refuses by name what it cannot honour: a ProxyCommand, a user certificate, a chain of jumps', async () => {
@@ -108,7 +124,7 @@ describe('how the CLI reaches a node over SSH', () => {
     // ... but not from a block that does not apply, which reads nothing of what it includes.
     writeFileSync(join(home, '.ssh', 'config'), 'Host other\n  Include extra\nHost *\n  IdentityFile ${NM_KEYS}/k\n');
     process.env.NM_KEYS = '/keys';
-    await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).resolves.toMatchObject({ privateKeyPath: '/keys/k' });
+    await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).resolves.toMatchObject({ privateKeyPaths: ['/keys/k'] });
     delete process.env.NM_KEYS;
     await expect(transportSpec({}, internalIp, { home, node: 'node-a', agent: '' })).rejects.toThrow(/names the environment variable NM_KEYS, which is not set/);
     const marker = join(home, 'ran');
@@ -119,6 +135,7 @@ describe('how the CLI reaches a node over SSH', () => {
     writeFileSync(join(loop, '.ssh', 'a'), 'Include b\n');
     writeFileSync(join(loop, '.ssh', 'b'), 'Include a\n');
     await expect(transportSpec({}, internalIp, { home: loop, node: 'node-a', agent: '' })).rejects.toThrow(/Include nested deeper than 16 files/);
+    await expect(transportSpec({ 'ssh-bastion': 'a,b' }, internalIp, { home: homeWith(), node: 'node-a', agent: '' })).rejects.toThrow(/--ssh-bastion a,b is more than one hop/);
     await expect(transportSpec({ 'ssh-bastion': 'bad user@h' }, internalIp, { home: homeWith(), node: 'node-a', agent: '' })).rejects.toThrow(/invalid --ssh-bastion user "bad user"/);
   });
 });
