@@ -30,6 +30,34 @@ beforeAll(async () => {
 });
 
 describe('calico-ipam after a crash, a half-done release and a removed node', () => {
+  // Kubelet posts a pod's address at the sync after the one that made its sandbox; a postStart hook holds that first
+  // sync (as a slow image pull does), so calico-ipam has given the address while the pod's status has none: it is live.
+  it("a pod whose address is not posted yet (a postStart hook holds kubelet's sync): neither reported nor released, and it keeps its address once it runs", async () => {
+    await Promise.all([CRASHED, OTHER].map(async (t) => {
+      const name = `held-${t.flavour}`;
+      const hold = `until [ -e /released ]; do sleep 1; done # ${name}`;
+      const container = { name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never', command: ['sleep', '3600000'], lifecycle: { postStart: { exec: { command: ['sh', '-c', hold] } } } };
+      await applyObjects([{ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), containers: [container] } }]);
+      let given: string | undefined;
+      await waitFor(async () => {
+        given = (await allocations()).find((a) => a.pod === `${ns.name}/${name}`)?.ip;
+        return given !== undefined && (await t.sh(`pgrep -f '^sh -c until .* ${name}$' || true`)).trim() !== '';
+      }, 120_000, `${name}'s address given and its hook running`);
+      const pod = await kubectlJson('get', 'pod', '-n', ns.name, name);
+      expect([pod.status.phase, pod.status.podIP]).toEqual(['Pending', undefined]);
+      const mentions = (out: string) => JSON.parse(out).findings.filter((f: any) => JSON.stringify(f).includes(given!) || JSON.stringify(f).includes(name));
+      expect(mentions((await audit(t)).stdout)).toEqual([]);
+      const result = await reclaim(t);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).not.toContain(given);
+      expect((await allocations()).filter((a) => a.ip === given).map((a) => a.pod)).toEqual([`${ns.name}/${name}`]);
+      // Released as a person would: the file the hook waits for, written into the container.
+      await t.sh(`for p in $(pgrep -f '^sh -c until .* ${name}$'); do touch /proc/$p/root/released; done`);
+      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP === given, 60_000, `${name} running on ${given}`);
+      await kubectl('-n', ns.name, 'delete', 'pod', name, '--grace-period=1');
+    }));
+  });
+
   it('a crash (sandboxes pruned before kubelet came back, two pods deleted while down): the audit lists what calicoctl calls unused, the reclaim frees it', async () => {
     const t = CRASHED;
     await pinnedDeployment(ns.name, 'crashed', t.name, 6);
