@@ -26,7 +26,7 @@ Upgrades a node's container runtime safely, under a per-node Lease: preflight (P
 dpkg state and lock, CNI cache entries that could not be replayed: all checked before anything changes), cordon,
 drain, stop kubelet, tear down every sandbox's network (CNI DEL replayed from libcni's cache, backed up first), clear
 checkpoints and CNI IPAM and cache directories (backed up on the node first), upgrade the packages (held packages
-stay held), start kubelet and wait for PodCIDR, Ready and the runtime network, prove the node (a smoke pod pinned to
+stay held), start kubelet and wait for PodCIDR (not on calico-ipam), Ready and the runtime network, prove the node (a smoke pod pinned to
 it gets a sandbox and an IP, then the leak audit is clean), uncordon (only if this run cordoned), verify again.
 With --reboot (or --reboot-if-required) the node is rebooted after the clearing and any upgrade, and proven the same
 way on its new boot before it takes pods again.

@@ -71,7 +71,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ...((input.ipamScope ?? 'node') === 'node' && (input.calico || input.whereabouts)
       ? { notRead: `the cluster-wide IPAM (Calico affinities of removed nodes, handles that hold no IP${input.whereabouts ? ', whereabouts allocations of pods bound elsewhere or gone' : ''}): audit-node --cluster-wide reads it` }
       : {}),
-    ranges: ipam.ranges,
+    ranges: [...ipam.ranges, ...(input.calico?.blocks ?? [])],
     leftAlone: [
       leftAloneLine(state),
       whereabouts.cannotTell.length > 0 ? `${whereabouts.cannotTell.length} whereabouts allocation(s) that name no pod and whose container is not this node's: cannot tell whose, left alone: ${whereabouts.cannotTell.join(', ')}` : '',

@@ -106,6 +106,9 @@ export function auditVerdict(findings: Finding[], unverifiable: string[]): Audit
   return unverifiable.length > 0 ? 'unverifiable' : 'clean';
 }
 
+/** The network name the audit gives Calico's blocks, counted as ranges. */
+export const CALICO_NETWORK = 'calico-ipam';
+
 export interface AuditSummary {
   verdict: AuditVerdict;
   /** This node's findings. */
@@ -113,11 +116,22 @@ export interface AuditSummary {
   clusterFindings: number;
   unverifiable: string[];
   reservations: number;
+  /** The node's addresses in its IPAM's own words: host-local's reservations, Calico's addresses in its blocks. */
+  addresses: string;
   cacheEntries: number;
   checkpoints: number;
   sandboxes: number;
   /** The first few findings as one-line messages. */
   top: string[];
+}
+
+/** "3 IP reservation(s)", "5 Calico address(es) in 1 block(s)", or both where a node has both. */
+export function addressWords(report: AuditReport): string {
+  const blocks = report.ranges.filter((r) => r.network === CALICO_NETWORK);
+  const calico = `${blocks.reduce((n, b) => n + b.allocated, 0)} Calico address(es) in ${blocks.length} block(s)`;
+  const hostLocal = `${report.counts.reservations} IP reservation(s)`;
+  if (blocks.length === 0) return hostLocal;
+  return report.counts.reservations > 0 ? `${hostLocal}, ${calico}` : calico;
 }
 
 export function summarize(report: AuditReport, limit = 10): AuditSummary {
@@ -127,6 +141,7 @@ export function summarize(report: AuditReport, limit = 10): AuditSummary {
     clusterFindings: report.clusterFindings.length,
     unverifiable: report.unverifiable,
     reservations: report.counts.reservations,
+    addresses: addressWords(report),
     cacheEntries: report.counts.cacheEntries,
     checkpoints: report.counts.checkpoints,
     sandboxes: report.counts.sandboxes,

@@ -1,6 +1,6 @@
 import { RunbookError } from '../errors.js';
 import { settledLiveAudit } from '../leaks/index.js';
-import { summarize, type AuditReport } from '../leaks/types.js';
+import { addressWords, summarize, type AuditReport } from '../leaks/types.js';
 import type { RunContext } from './step.js';
 
 /**
@@ -21,4 +21,4 @@ export async function settledAudit(ctx: RunContext): Promise<AuditReport> {
 }
 
 export const cleanSummary = (report: AuditReport) =>
-  `clean: ${report.counts.reservations} IP reservation(s), ${report.counts.cacheEntries} cache entr(ies), ${report.counts.sandboxes} sandbox(es), all live`;
+  `clean: ${addressWords(report)}, ${report.counts.cacheEntries} cache entr(ies), ${report.counts.sandboxes} sandbox(es), all live`;

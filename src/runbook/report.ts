@@ -146,7 +146,7 @@ export function renderReport(report: RunReport): string {
   if (report.audit) {
     const a = report.audit;
     const verdict = a.verdict === 'clean' ? 'clean' : a.verdict === 'leaks' ? `${a.findings} finding(s)` : 'COULD NOT AUDIT';
-    lines.push(`Leak audit: ${verdict} (${a.reservations} IP reservations, ${a.cacheEntries} cache entries, ${a.checkpoints} checkpoints, ${a.sandboxes} sandboxes)`);
+    lines.push(`Leak audit: ${verdict} (${a.addresses ?? `${a.reservations} IP reservation(s)`}, ${a.cacheEntries} cache entries, ${a.checkpoints} checkpoints, ${a.sandboxes} sandboxes)`);
     for (const f of a.top) lines.push(`  - ${f}`);
     for (const u of a.unverifiable) lines.push(`  - could not verify: ${u}`);
     if (a.clusterFindings > 0) lines.push(`  (${a.clusterFindings} cluster-wide finding(s), not this node's: audit-node shows them)`);

@@ -102,6 +102,9 @@ async function tearDownWhatKubeletStarted(ctx: RunContext): Promise<string> {
 /** Runtime network readiness as the runtime reports it (crictl info); "unknown" when there is no crictl. */
 const NETWORK_READY_SCRIPT = `if command -v crictl >/dev/null 2>&1; then crictl info 2>/dev/null | tr -d ' \\n' | grep -q '"type":"NetworkReady","status":true' && echo ready || echo not-ready; else echo unknown; fi`;
 
+/** calico-ipam hands out addresses from its own blocks: the node's PodCIDR (which it may not have) is not waited for. */
+const needsPodCidr = async (ctx: RunContext) => (await ctx.network()).ipam !== 'calico-ipam';
+
 /** Starts kubelet and waits for the PodCIDR, Ready and the runtime's NetworkReady, so uncordon never comes too early. */
 export const startKubelet: Step = {
   name: 'start-kubelet',
@@ -109,7 +112,7 @@ export const startKubelet: Step = {
   undo: "stop kubelet again, so the runtime is reinstalled under a stopped kubelet (stop-kubelet's rollback starts it), and tear down the sandboxes it set up meanwhile",
   async plan(ctx) {
     const starting = ctx.options.dryRun ? earlierStepActs(ctx, 'stop-kubelet') || !(await kubeletActive(ctx)) : !(await kubeletActive(ctx));
-    const wait = 'wait for PodCIDR, Ready and the runtime network';
+    const wait = `wait for ${(await needsPodCidr(ctx)) ? 'PodCIDR, ' : ''}Ready and the runtime network`;
     return { actions: starting ? [`systemctl start ${kubeletUnitOf(ctx.journal)}`, wait] : [wait], summary: starting ? 'will start kubelet and wait' : 'kubelet running; will wait for readiness' };
   },
   async apply(ctx, plan) {
@@ -118,7 +121,8 @@ export const startKubelet: Step = {
   },
   async verify(ctx) {
     const node = await getNode(ctx.cluster, ctx.options.node);
-    if (!podCidr(node) || !isReady(node)) throw new Error(`${ctx.options.node} is not Ready with a PodCIDR: ${readyMessage(node)}`);
+    const cidr = await needsPodCidr(ctx);
+    if ((cidr && !podCidr(node)) || !isReady(node)) throw new Error(`${ctx.options.node} is not Ready${cidr ? ' with a PodCIDR' : ''}: ${readyMessage(node)}`);
   },
   rollback: (ctx) => stopKubeletForRollback(ctx),
 };
@@ -143,16 +147,18 @@ export async function stopKubeletForRollback(ctx: RunContext): Promise<string> {
  */
 export async function waitUntilNodeReady(ctx: RunContext, postedSince?: number): Promise<string> {
   let status = '';
+  const wantsCidr = await needsPodCidr(ctx);
   await waitUntil(
-    `${ctx.options.node} to be Ready with a PodCIDR and the runtime network`,
+    `${ctx.options.node} to be Ready${wantsCidr ? ' with a PodCIDR' : ''} and the runtime network`,
     async () => {
       const node = await getNode(ctx.cluster, ctx.options.node);
       const network = (await run(ctx.reader, NETWORK_READY_SCRIPT)).trim();
       if (network === 'unknown') throw new RunbookError('couldNotAudit', `${ctx.options.node} has no crictl: the runtime's network readiness cannot be checked`);
       const cidr = podCidr(node);
       const stale = postedSince !== undefined && (readyPostedAt(node) ?? 0) < postedSince;
-      status = `PodCIDR ${cidr ?? 'none'}, Ready ${readyMessage(node)}${stale ? ' (posted before kubelet started)' : ''}, runtime network ${network}`;
-      return cidr && isReady(node) && !stale && network === 'ready' ? true : status;
+      const cidrWords = wantsCidr ? `PodCIDR ${cidr ?? 'none'}` : `PodCIDR not used by calico-ipam`;
+      status = `${cidrWords}, Ready ${readyMessage(node)}${stale ? ' (posted before kubelet started)' : ''}, runtime network ${network}`;
+      return (cidr || !wantsCidr) && isReady(node) && !stale && network === 'ready' ? true : status;
     },
     { timeoutMs: ctx.options.readyTimeoutSeconds * 1000, onChange: (seen) => ctx.progress(`waiting: ${seen}`), signal: ctx.stop },
   );

@@ -153,7 +153,9 @@ async function nodeReportsTargets(ctx: RunContext): Promise<string> {
   if (last.status === 'unreported') return `${last.message}: the daemon's own version was checked instead`;
   // A run that upgraded nothing (a reboot alone) has no upgraded runtime to name.
   const upgradedNothing = Object.keys(ctx.options.targets).length === 0;
-  return last.status === 'matches' || upgradedNothing ? `the node reports ${reported}` : `the node reports ${reported} (not the upgraded runtime)`;
+  if (!(last.status === 'matches' || upgradedNothing)) return `the node reports ${reported} (not the upgraded runtime)`;
+  const revision = Object.values(ctx.options.targets).some((v) => /-[^-]+$/.test(v.replace(/^\d+:/, '')));
+  return `the node reports ${reported}${revision && last.status === 'matches' ? " (kubelet's report names the upstream release, never the Debian revision)" : ''}`;
 }
 
 /** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */

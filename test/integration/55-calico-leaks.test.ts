@@ -38,22 +38,28 @@ describe('calico-ipam after a crash, a half-done release and a removed node', ()
       const hold = `until [ -e /released ]; do sleep 1; done # ${name}`;
       const container = { name: 'c', image: 'testbed/busybox:1', imagePullPolicy: 'Never', command: ['sleep', '3600000'], lifecycle: { postStart: { exec: { command: ['sh', '-c', hold] } } } };
       await applyObjects([{ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), containers: [container] } }]);
-      let given: string | undefined;
-      await waitFor(async () => {
-        given = (await allocations()).find((a) => a.pod === `${ns.name}/${name}`)?.ip;
-        return given !== undefined && (await t.sh(`pgrep -f '^sh -c until .* ${name}$' || true`)).trim() !== '';
-      }, 120_000, `${name}'s address given and its hook running`);
-      const pod = await kubectlJson('get', 'pod', '-n', ns.name, name);
-      expect([pod.status.phase, pod.status.podIP]).toEqual(['Pending', undefined]);
-      const mentions = (out: string) => JSON.parse(out).findings.filter((f: any) => JSON.stringify(f).includes(given!) || JSON.stringify(f).includes(name));
-      expect(mentions((await audit(t)).stdout)).toEqual([]);
-      const result = await reclaim(t);
-      expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).not.toContain(given);
-      expect((await allocations()).filter((a) => a.ip === given).map((a) => a.pod)).toEqual([`${ns.name}/${name}`]);
-      // Released as a person would: the file the hook waits for, written into the container.
-      await t.sh(`for p in $(pgrep -f '^sh -c until .* ${name}$'); do touch /proc/$p/root/released; done`);
-      await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP === given, 60_000, `${name} running on ${given}`);
+      // Released as a person would: the file the hook waits for, written into the container (a hook left holding
+      // would hold the pod's deletion too).
+      const release = () => t.sh(`for p in $(pgrep -f '^sh -c until .* ${name}$'); do touch /proc/$p/root/released; done`);
+      try {
+        let given: string | undefined;
+        await waitFor(async () => {
+          given = (await allocations()).find((a) => a.pod === `${ns.name}/${name}`)?.ip;
+          return given !== undefined && (await t.sh(`pgrep -f '^sh -c until .* ${name}$' || true`)).trim() !== '';
+        }, 120_000, `${name}'s address given and its hook running`);
+        const pod = await kubectlJson('get', 'pod', '-n', ns.name, name);
+        expect([pod.status.phase, pod.status.podIP]).toEqual(['Pending', undefined]);
+        const mentions = (out: string) => JSON.parse(out).findings.filter((f: any) => JSON.stringify(f).includes(given!) || JSON.stringify(f).includes(name));
+        expect(mentions((await audit(t)).stdout)).toEqual([]);
+        const result = await reclaim(t);
+        expect(result.code, result.stderr).toBe(0);
+        expect(result.stdout).not.toContain(given);
+        expect((await allocations()).filter((a) => a.ip === given).map((a) => a.pod)).toEqual([`${ns.name}/${name}`]);
+        await release();
+        await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, name)).status.podIP === given, 60_000, `${name} running on ${given}`);
+      } finally {
+        await release();
+      }
       await kubectl('-n', ns.name, 'delete', 'pod', name, '--grace-period=1');
     }));
   });
@@ -84,6 +90,11 @@ describe('calico-ipam after a crash, a half-done release and a removed node', ()
     // Every address from before the crash; and with whatever else is unused on the node, calicoctl's set exactly.
     expect(leaked).toEqual(expect.arrayContaining(stranded));
     expect(leaked).toEqual(await unusedPerCalicoctl([t.name]));
+    // The node's blocks counted as ranges: every allocation of them (its tunnel address too), the leaked ones apart.
+    const blocks = JSON.parse(found.stdout).ranges.filter((r: any) => r.network === 'calico-ipam');
+    const own = (await allocations()).filter((a) => a.blockNode === t.name);
+    expect(blocks.map((b: any) => b.cidr).sort()).toEqual([...new Set(own.map((a) => a.block))].sort());
+    expect(blocks.reduce((n: number[], b: any) => [n[0]! + b.allocated, n[1]! + b.leaked], [0, 0])).toEqual([own.length, leaked.length]);
 
     const result = await reclaim(t);
     expect(result.code, result.stderr).toBe(0);

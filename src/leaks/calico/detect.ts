@@ -3,6 +3,7 @@ import type { Route } from '../../node/cni/routes.js';
 import type { Finding } from '../types.js';
 import { allocatedPod } from './blocks.js';
 import { detectIpConflicts } from './conflicts.js';
+import { blockUsage } from './usage.js';
 import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, type IpamHandle } from './types.js';
 
 // Leak class 6: Calico IPAM in the Kubernetes datastore. Pure, over one read of the CRDs and the pods.
@@ -11,8 +12,10 @@ import { affineNode, type BlockAffinity, type CalicoFindings, type CalicoView, t
 // is the node's routing table (undefined: not read), for the addresses its blocks lend to pods elsewhere.
 export function detectCalicoLeaks(view: CalicoView, node: string, routes?: Route[]): CalicoFindings {
   const conflicts = detectIpConflicts(view, node, routes);
+  const leaked = detectLeakedIps(view, node);
   return {
-    node: [...detectLeakedIps(view, node), ...conflicts.findings],
+    node: [...leaked, ...conflicts.findings],
+    blocks: blockUsage(view, node, leaked),
     cluster: view.whole
       ? [...removedNodesIps(view), ...detectOrphanAffinities(view, view.whole.affinities), ...detectLeakedHandles(view, view.whole.handles)]
       : [],

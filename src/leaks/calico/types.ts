@@ -1,5 +1,5 @@
 import type { ObjectMeta } from '../../cluster/types.js';
-import type { Finding } from '../types.js';
+import type { Finding, MeasuredRange } from '../types.js';
 
 // Calico IPAM in the Kubernetes datastore (crd.projectcalico.org/v1), as far as the audit reads it.
 export interface BlockAffinity {
@@ -58,6 +58,8 @@ export const affineNode = (block: IpamBlock) => (block.spec.affinity?.startsWith
 export interface CalicoFindings {
   node: Finding[];
   cluster: Finding[];
+  /** The node's blocks, counted as host-local's ranges are. */
+  blocks?: MeasuredRange[];
   /** What could not be judged (a lent address while the node's routes were unread). */
   unverifiable?: string[];
 }

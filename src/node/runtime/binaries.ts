@@ -66,7 +66,10 @@ export function notRunningFromPackage(targets: string[], running: Map<string, Ru
   });
 }
 
-/** After an install: each target's daemon runs the package's current file and reports the target version. */
+/**
+ * After an install: each target's daemon runs the package's current file and reports the target version, to the
+ * Debian revision where its --version prints one (kubelet's report never does: it cannot tell deb12u2 from deb12u3).
+ */
 export function notAtTarget(targets: Record<string, string>, running: Map<string, RunningBinary>): string[] {
   return Object.entries(targets).flatMap(([p, v]) => {
     const unit = DAEMON_UNITS[p];
@@ -76,6 +79,10 @@ export function notAtTarget(targets: Record<string, string>, running: Map<string
     if (b.replaced) return [`${unit} still runs the ${b.exe} it started with, which the install replaced (not restarted)`];
     if (!b.owners.includes(p)) return [`${unit} runs ${b.exe}, which ${p} does not own`];
     if (!b.version.includes(upstreamVersion(v))) return [`${unit} reports "${b.version}", not ${upstreamVersion(v)} (${p} ${v})`];
+    // A daemon that prints its Debian revision too (containerd: "... 1.6.20~ds1 1.6.20~ds1-1+deb12u3") is held to it.
+    const full = v.replace(/^\d+:/, '');
+    const words = b.version.split(/[\s,]+/);
+    if (words.some((w) => w.startsWith(`${upstreamVersion(v)}-`)) && !words.includes(full)) return [`${unit} reports "${b.version}", not ${full} (${p} ${v})`];
     return [];
   });
 }

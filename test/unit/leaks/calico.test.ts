@@ -44,6 +44,14 @@ describe('Calico IPAM', () => {
     expect(classes(v, 'a')).toEqual([]);
   });
 
+  it("counts the node's blocks as ranges (its tunnel address in use, a leaked one apart), not another node's", () => {
+    const mine = block('10.244.1.0/30', 'a', 4, [{ ordinal: 0 }, { ordinal: 1, pod: 'p1' }, { ordinal: 2, pod: 'gone' }]);
+    const v = view([mine, block('10.244.2.0/30', 'b', 4, [{ ordinal: 0 }])], [['10.244.1.1', 'p1', 'a']]);
+    expect(detectCalicoLeaks(v, 'a').blocks).toEqual([
+      { network: 'calico-ipam', cidr: '10.244.1.0/30', first: '10.244.1.0', last: '10.244.1.3', source: 'IPAMBlock 10-244-1-0-30', usable: 4, allocated: 3, inUse: 2, leaked: 1 },
+    ]);
+  });
+
   it('finds an IPv6 allocation whose pod is gone, at the right address', () => {
     const v = view([block('fd00:10:244:1::/122', 'a', 64, [{ ordinal: 10, pod: 'gone' }])], []);
     expect(classes(v, 'a')).toEqual(['calico-ip-leaked fd00:10:244:1::a']);
@@ -229,7 +237,7 @@ describe('reading Calico IPAM from the API', () => {
 
   it('reads no cluster-wide list but the affinities, and nothing else where there is no affinity', async () => {
     const { cluster, asked } = calicoCluster([], [], [['10.244.1.5', 'p', 'b']]);
-    expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], cluster: [], unverifiable: [] });
+    expect(await calicoFindings(cluster, 'a')).toEqual({ node: [], blocks: [], cluster: [], unverifiable: [] });
     expect(asked.filter((p) => !p.includes('fieldSelector'))).toEqual(['/apis/crd.projectcalico.org/v1', '/apis/crd.projectcalico.org/v1/blockaffinities']);
   });
 

@@ -29,6 +29,11 @@ describe('the running runtime binaries', () => {
     ]);
     expect(notAtTarget({ 'docker.io': '24.0.5-1' }, parseRunningBinaries(REAL_NODE))[0]).toContain('reports "Docker version 20.10.24+dfsg1, build 5d6db84", not 24.0.5');
     expect(notAtTarget({ containerd: '1.6.20~ds1-1+deb12u3' }, new Map())).toEqual(['containerd (of containerd) is not running']);
+    // The same upstream release, another Debian revision: containerd prints its revision, so it is held to it.
+    expect(notAtTarget({ containerd: '1.6.20~ds1-1+deb12u3' }, parseRunningBinaries(REAL_NODE))).toEqual([
+      'containerd reports "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u2", not 1.6.20~ds1-1+deb12u3 (containerd 1.6.20~ds1-1+deb12u3)',
+    ]);
+    expect(notAtTarget({ containerd: '1.6.20~ds1-1+deb12u2' }, parseRunningBinaries(REAL_NODE.replace('deb12u2', 'deb12u23')))).toHaveLength(1);
   });
   it('compares the upstream part of a Debian version', () => {
     expect(upstreamVersion('1:1.6.20~ds1-1+deb12u3')).toBe('1.6.20~ds1');

@@ -11,11 +11,11 @@ import { startKubelet, waitUntilNodeReady } from '../../../src/steps/kubelet.js'
 /** A fake node for both the step's changes and its reads. */
 const onBothWays = (node: Transport) => ({ transport: node, reader: node });
 
-function startedKubelet(startedAt: number) {
+function startedKubelet(startedAt: number, ipam = 'host-local', podCIDR = '10.128.0.0/25') {
   const at = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
   const ready = (status: string, heartbeat: number, message = 'kubelet is posting ready status'): Node => ({
     metadata: { name: 'n1' },
-    spec: { podCIDR: '10.128.0.0/25' },
+    spec: podCIDR ? { podCIDR } : {},
     status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message, lastHeartbeatTime: at(heartbeat) }] },
   });
   const seen = [
@@ -28,6 +28,7 @@ function startedKubelet(startedAt: number) {
   const lines: string[] = [];
   const ctx = {
     options: { node: 'n1', readyTimeoutSeconds: 20 },
+    network: async () => ({ ipam }),
     cluster: { get: async () => seen[Math.min(polls++, seen.length - 1)] },
     ...onBothWays({ target: 'test', exec: async () => ({ code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
     progress: (line: string) => lines.push(line),
@@ -63,6 +64,14 @@ describe('waiting for the node after kubelet starts', () => {
     await waitUntilNodeReady(k.ctx);
     expect(k.polls()).toBe(1);
   });
+
+  it('calico-ipam gives addresses from its own blocks: a Ready node with no PodCIDR is ready, said so; host-local waits for one', async () => {
+    const calico = startedKubelet(Date.now(), 'calico-ipam', '');
+    expect(await waitUntilNodeReady(calico.ctx)).toMatch(/^PodCIDR not used by calico-ipam, Ready True/);
+    const hostLocal = startedKubelet(Date.now(), 'host-local', '');
+    const ctx = { ...hostLocal.ctx, options: { node: 'n1', readyTimeoutSeconds: 1 } } as unknown as RunContext;
+    await expect(waitUntilNodeReady(ctx)).rejects.toThrow(/PodCIDR none/);
+  });
 });
 
 describe('starting kubelet', () => {
@@ -74,6 +83,7 @@ describe('starting kubelet', () => {
   const ctx = (startOutput: { code: number; stdout: string }, heartbeat: number) =>
     ({
       options: { node: 'n1', readyTimeoutSeconds: 2 },
+      network: async () => ({ ipam: 'host-local' }),
       journal: { prior: { kubeletUnit: 'kubelet' } },
       cluster: { get: async () => node(heartbeat) },
       ...onBothWays({ target: 'test', exec: async (script: string) => (script.includes('systemctl start') ? { ...startOutput, stderr: 'Unit kubelet.service not found.' } : { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
