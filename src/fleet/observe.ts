@@ -4,6 +4,7 @@ import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
 import { withTransport } from './connection.js';
 import { FACTS_MAX_AGE_MS, type LastAudit, type NodeFacts } from '../agent/facts.js';
+import { FACTS_READ_MS } from '../agent/facts-loop.js';
 
 // The program's read-only look at a node, in one round trip: the target packages' installed versions and, for those
 // not at their target, the versions its package sources offer (so preview fails on a version no node can install).
@@ -16,6 +17,8 @@ export interface ObservedNode {
   rebootRequired?: string;
   /** Through the agents: the leak audit of the last run its agent started (absent: none yet). */
   lastAudit?: LastAudit;
+  /** Through the agents: when the agent wrote these facts (it reads them every few minutes, writes them on a change). */
+  factsAt?: string;
 }
 
 const SPLIT = '@@node-maint-offered';
@@ -66,7 +69,13 @@ export function observedFromFacts(node: string, facts: NodeFacts | undefined, ta
   if (unknown.length > 0) return `its agent does not report ${unknown.join(', ')} (it reports ${Object.keys(facts.installed).join(', ')}: NODE_MAINT_PACKAGES in its DaemonSet)`;
   const installed = Object.fromEntries(Object.keys(targets).map((p) => [p, facts.installed[p]!]));
   const offered = Object.fromEntries(Object.keys(targets).filter((p) => installed[p] !== targets[p]).map((p) => [p, facts.offered[p] ?? []]));
-  return { installed, offered, ...(readReboot && facts.rebootRequired ? { rebootRequired: facts.rebootRequired } : {}), ...(facts.lastAudit ? { lastAudit: facts.lastAudit } : {}) };
+  return { installed, offered, ...(readReboot && facts.rebootRequired ? { rebootRequired: facts.rebootRequired } : {}), ...(facts.lastAudit ? { lastAudit: facts.lastAudit } : {}), factsAt: facts.at };
+}
+
+/** "facts 3 min old (...)": what a plan made from an agent's facts rests on, as the preview says it. */
+export function describeFactsAge(at: string, now = Date.now()): string {
+  const minutes = Math.max(0, Math.round((now - Date.parse(at)) / 60_000));
+  return `facts ${minutes} min old (written ${at}; its agent reads the node every ${FACTS_READ_MS / 60_000} min and writes them when they change: a change since its last read is not seen)`;
 }
 
 /** "clean (2026-11-29T04:00:00.000Z)", "2 finding(s) (...)": a node's last audit as the preview says it. */

@@ -10,7 +10,7 @@ import { describeUnfinished, journalOf, rebootInFlight } from '../runbook/journa
 import { RunbookError } from '../errors.js';
 import { waitUntil, WaitTimedOut } from '../wait.js';
 import type { NodeConnection } from './apply.js';
-import { describeLastAudit, notOffered, observedFromFacts, observeNode, summarizeLastAudits, type ObservedNode } from './observe.js';
+import { describeFactsAge, describeLastAudit, notOffered, observedFromFacts, observeNode, summarizeLastAudits, type ObservedNode } from './observe.js';
 import { readAllFacts } from '../agent/facts.js';
 import { CONFIG_NAMESPACE, ConfigError, parseFleetConfig, type FleetConfig } from './config/index.js';
 import { describeOrder, orderFleet, podsPerNode } from './order.js';
@@ -232,7 +232,11 @@ async function planFleet() {
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
   const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
   const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
-  const auditLine = (i: number) => (config.access === 'agent' && typeof observed[i] === 'object' ? `; last audit: ${describeLastAudit(observed[i].lastAudit)}` : '');
+  const auditLine = (i: number) => {
+    const seen = observed[i];
+    if (config.access !== 'agent' || typeof seen !== 'object') return '';
+    return `; last audit: ${describeLastAudit(seen.lastAudit)}${seen.factsAt ? `; ${describeFactsAge(seen.factsAt)}` : ''}`;
+  };
   const lines = nodes.map((n, i) =>
     silentRebooting.has(n.metadata.name)
       ? `${n.metadata.name}: rebooting (${unfinished.get(n.metadata.name)}: its reboot is under way; the run reads the node once it is back)`

@@ -16,6 +16,13 @@ export async function rebootReason(ctx: RunContext): Promise<string | undefined>
 const notRequired = (ctx: RunContext) =>
   ctx.options.reboot === 'never' ? 'no reboot asked' : `no reboot required (${ctx.options.rebootSentinelCommand ? `the sentinel command did not exit 0: ${ctx.options.rebootSentinelCommand}` : '/var/run/reboot-required is not there'})`;
 
+/** How the run sees the node back, in the words of the way it reaches it. */
+function comingBack(target: string): string {
+  if (target.startsWith('ssh ')) return 'SSH with the same host key';
+  if (target === 'local') return 'where this run, ended by the shutdown, goes on from its journal once started again (the agent does so at boot)';
+  return `${target} answering again`;
+}
+
 /**
  * Reboots the node after its sandboxes are torn down, its state cleared and its runtime upgraded, then waits for a new
  * boot: the boot identity is written to the journal before the reboot is asked, so a run killed or stopped on either
@@ -32,7 +39,7 @@ export const rebootNode: Step<StepPlan> = {
     const reason = await rebootReason(ctx);
     if (!reason) return { actions: [], summary: notRequired(ctx) };
     return {
-      actions: [`reboot ${ctx.options.node} (${ctx.options.rebootCommand}): ${reason}`, `wait up to ${ctx.options.rebootTimeoutSeconds}s for a new boot, SSH with the same host key`],
+      actions: [`reboot ${ctx.options.node} (${ctx.options.rebootCommand}): ${reason}`, `wait up to ${ctx.options.rebootTimeoutSeconds}s for a new boot, ${comingBack(ctx.transport.target)}`],
       summary: `will reboot: ${reason}`,
       detail: { reason },
     };
@@ -67,8 +74,10 @@ export const rebootNode: Step<StepPlan> = {
       throw e;
     });
     ctx.journal.reboot.after = after;
-    // From when the reboot was asked, by whichever process of the run asked it: a resume's own wait may be 0 s.
-    const since = Date.parse(ctx.journal.reboot.asked ?? '') || t0;
+    // From when the reboot was asked, by whichever process of the run asked it: a resume's own wait may be 0 s. A run on
+    // the node itself (the agent's) ends with the shutdown before it can record `asked`: its entry, written just
+    // before, says when.
+    const since = Date.parse(ctx.journal.reboot.asked ?? ctx.journal.reboot.at) || t0;
     return `rebooted in ${Math.round((Date.now() - since) / 1000)}s (boot ${shortBoot(before)} -> ${shortBoot(after)})`;
   },
   async verify(ctx) {

@@ -58,6 +58,8 @@ describe('pulumi with access: agent', () => {
       for (const t of FLEET) await waitFor(async () => Date.parse((await lastAudit(t))?.at ?? '') >= upAt - 1000, 60_000, `${t.name}'s facts with its last audit`);
       const after = (await stack.run(['preview'])).stdout;
       for (const t of FLEET) expect(after).toContain(`${t.name}: containerd ${version} -> containerd ${version}; last audit: clean (${(await lastAudit(t)).at})`);
+      // The age of what the plan rests on (issue 43 item 4): a change since the agent's last read is not seen.
+      for (const t of FLEET) expect(after).toMatch(new RegExp(`${t.name}: .*; facts \\d+ min old \\(written [0-9T:.Z-]+; its agent reads the node every 5 min`));
       expect(after).toContain('the last audits their agents ran: 3 clean, 0 with findings, 0 could not verify, 0 none yet');
     }));
   });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { lastAuditScript, parseFacts, parseLastAudit } from '../../../src/agent/facts.js';
 import { agentUpgradeSpec } from '../../../src/fleet/through-agent.js';
 import { runArguments } from '../../../src/agent/spec.js';
-import { describeLastAudit, observedFromFacts, summarizeLastAudits } from '../../../src/fleet/observe.js';
+import { describeFactsAge, describeLastAudit, observedFromFacts, summarizeLastAudits } from '../../../src/fleet/observe.js';
 import { auditMetrics } from '../../../src/metrics/audit.js';
 import type { AuditReport } from '../../../src/leaks/types.js';
 import type { NodeUpgradeInputs } from '../../../src/fleet/apply.js';
@@ -44,7 +44,10 @@ describe("a node's facts, as its agent publishes them", () => {
       installed: { containerd: '1.6.20~ds1-1+deb12u2' },
       offered: { containerd: ['1.6.20~ds1-1+deb12u3', '1.6.20~ds1-1+deb12u2'] },
       rebootRequired: '/var/run/reboot-required is there (for linux-image-6.1.0-28-amd64)',
+      factsAt: facts.at,
     });
+    // What the plan rests on, said in the preview: how old the facts are, and that a change since is not seen.
+    expect(describeFactsAge(facts.at, at.getTime() + 3 * 60_000)).toBe(`facts 3 min old (written ${facts.at}; its agent reads the node every 5 min and writes them when they change: a change since its last read is not seen)`);
     expect(observedFromFacts('n1', facts, targets, false, at.getTime())).not.toHaveProperty('rebootRequired');
     expect(observedFromFacts('n1', undefined, targets, false)).toMatch(/^no facts from a node-maint agent on it/);
     expect(observedFromFacts('n1', facts, targets, false, at.getTime() + 100 * 60_000)).toHaveProperty('installed');

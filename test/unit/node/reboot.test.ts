@@ -54,6 +54,25 @@ describe('a node\'s boot, as the reboot step reads it', () => {
   });
 });
 
+describe('the reboot step, resumed on the new boot', () => {
+  it('counts the reboot from when the run asked it, also where the shutdown ended the run before it said so', async () => {
+    const { rebootNode } = await import('../../../src/steps/reboot.js');
+    const at = new Date(Date.now() - 90_000).toISOString();
+    const journal = { reboot: { before: 'an-older-boot/1', at }, steps: {} };
+    const local = new LocalTransport();
+    const ctx = { runId: `r-${process.pid}`, options: { node: 'n1', rebootTimeoutSeconds: 5, rebootCommand: 'systemctl reboot' }, journal, reader: local, transport: local, progress: () => undefined, saveJournal: async () => undefined, stop: new AbortController().signal };
+    expect(await rebootNode.apply(ctx as never, { actions: [], summary: '' })).toMatch(/^rebooted in 9\ds \(boot an-older\/1 -> /);
+  });
+
+  it('says how the node is seen back in the words of the way it is reached', async () => {
+    const { rebootNode } = await import('../../../src/steps/reboot.js');
+    const plan = (target: string) => rebootNode.plan({ options: { node: 'n1', reboot: 'always', rebootTimeoutSeconds: 600, rebootCommand: 'systemctl reboot' }, journal: { steps: {} }, transport: { target } } as never);
+    expect((await plan('ssh maint@10.0.0.1:22')).actions[1]).toBe('wait up to 600s for a new boot, SSH with the same host key');
+    expect((await plan('local')).actions[1]).toContain('this run, ended by the shutdown, goes on from its journal once started again (the agent does so at boot)');
+    expect((await plan('docker exec kind-worker')).actions[1]).toBe('wait up to 600s for a new boot, docker exec kind-worker answering again');
+  });
+});
+
 describe('the reboot step in a rollback', () => {
   it('says a reboot cannot be undone where the run rebooted, and nothing where it did not', async () => {
     const { rebootNode } = await import('../../../src/steps/reboot.js');
