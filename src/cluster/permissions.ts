@@ -66,6 +66,9 @@ const CALICO_CLUSTER_PERMISSIONS: Permission[] = [
   { verb: 'list', group: '', resource: 'nodes' },
 ];
 
+/** The reclaim's reads of a leaked whereabouts allocation's pool and reservation, for its age and its release. */
+const WHEREABOUTS_AGES: Permission[] = ['ippools', 'overlappingrangeipreservations'].map((resource) => ({ verb: 'get', group: 'whereabouts.cni.cncf.io', resource }));
+
 /** The objects whose age holds a Calico release back for --grace. */
 const CALICO_AGES: Permission[] = [
   { verb: 'get', group: 'crd.projectcalico.org', resource: 'ipamhandles' },
@@ -82,7 +85,7 @@ export function reclaimPermissions(namespace: string, calico: boolean, whereabou
   const writes = (group: string, resources: string[], verbs: string[]) => resources.flatMap((resource) => verbs.map((verb) => ({ verb, group, resource, write: true })));
   return [
     ...(calico ? [...CALICO_PERMISSIONS, { verb: 'get', group: '', resource: 'pods' }, ...CALICO_AGES, ...(scope === 'cluster' ? CALICO_CLUSTER_PERMISSIONS : []), ...writes('crd.projectcalico.org', ['ipamblocks', 'blockaffinities', 'ipamhandles'], ['update', 'delete'])] : []),
-    ...(whereabouts ? [...WHEREABOUTS_PERMISSIONS, ...writes('whereabouts.cni.cncf.io', ['ippools'], ['patch']), ...writes('whereabouts.cni.cncf.io', ['overlappingrangeipreservations'], ['delete'])] : []),
+    ...(whereabouts ? [...WHEREABOUTS_PERMISSIONS, ...WHEREABOUTS_AGES, ...writes('whereabouts.cni.cncf.io', ['ippools'], ['patch']), ...writes('whereabouts.cni.cncf.io', ['overlappingrangeipreservations'], ['delete'])] : []),
     { verb: 'get', group: '', resource: 'nodes' },
     { verb: 'list', group: '', resource: 'pods' },
     { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace },

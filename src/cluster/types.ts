@@ -10,6 +10,8 @@ export interface ObjectMeta {
   deletionTimestamp?: string;
   deletionGracePeriodSeconds?: number;
   creationTimestamp?: string;
+  /** Who wrote which fields, and when (the API server keeps it on every object written since Kubernetes 1.18). */
+  managedFields?: Array<{ manager?: string; operation?: string; time?: string }>;
 }
 
 export interface Node {

@@ -143,6 +143,10 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const mine = (pod: string) => [`${ns.name}/keeper`, `${ns.name}/goner`].includes(pod);
     expect(found.clusterFindings.filter((f: any) => mine(f.evidence.pod)).map((f: any) => [f.class, f.evidence.ip, f.evidence.pod])).toEqual([['whereabouts-ip-leaked', goner.ip, `${ns.name}/goner`]]);
 
+    // Allocated minutes ago: with an hour's grace each waits by its reservation's age, and says why and when.
+    const young = await nodeAudit(t, ['--reclaim', '--cluster-wide', '--interval', '1', '--grace', '3600']);
+    expect(JSON.parse(young.stdout).whereabouts.filter((o: any) => mine(o.finding.evidence.pod))).toEqual([]);
+    for (const pod of ['keeper', 'goner']) expect(young.stderr).toMatch(new RegExp(`left alone: whereabouts-ip-leaked: .*${ns.name}/${pod}.*\\(younger than --grace 3600s \\(\\d+s old\\): releasable in \\d+s\\)`));
     const reclaim = await nodeAudit(t, ['--reclaim', '--cluster-wide', '--grace', '0', '--interval', '1']);
     expect(reclaim.code, reclaim.stderr).toBe(0);
     const result = JSON.parse(reclaim.stdout);

@@ -12,6 +12,7 @@ import { releaseWhereabouts } from '../whereabouts/release.js';
 import { hasWhereabouts } from '../whereabouts/read.js';
 import { hasCalico } from '../calico/index.js';
 import { calicoAges } from '../calico/ages.js';
+import { whereaboutsAges } from '../whereabouts/ages.js';
 import { reclaimPermissions, requirePermissions } from '../../cluster/permissions.js';
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
@@ -76,7 +77,8 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
   await sleep(options.intervalSeconds * 1000);
   const second = await auditLiveNode({ cluster, transport, node, ipamScope });
   const everything = (r: AuditReport) => [...r.findings, ...r.clusterFindings];
-  const apiAges = await calicoAges(cluster, everything(second.report));
+  const wb = await whereaboutsAges(cluster, everything(second.report));
+  const apiAges = new Map([...(await calicoAges(cluster, everything(second.report))), ...wb.ages]);
   const plan = planReclaim({
     first: everything(first.report),
     second: everything(second.report),
@@ -85,6 +87,7 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
     podCidr: second.podCidr,
     graceSeconds: options.graceSeconds,
     apiAges,
+    ageBasis: wb.basis,
   });
   options.onPlan?.(planLines(plan));
   const flavor = detectFlavor(second.state);

@@ -35,8 +35,10 @@ export function planReclaim(input: {
   state: NodeState;
   podCidr?: string;
   graceSeconds: number;
-  /** Calico's records by their objects' age (findingKey to seconds), where the API gave one. */
+  /** Calico's and whereabouts' records by their objects' age (findingKey to seconds), where the API gave one. */
   apiAges?: Map<string, number>;
+  /** What an age of apiAges is measured by, where it is not the record's own object. */
+  ageBasis?: Map<string, string>;
 }): ReclaimPlan {
   const { state } = input;
   const seenBefore = new Set(input.first.map(findingKey));
@@ -50,7 +52,8 @@ export function planReclaim(input: {
   const heldBack = (finding: Finding, ageSeconds: number): boolean => {
     if (ageSeconds >= input.graceSeconds) return false;
     const age = Math.max(0, Math.floor(ageSeconds));
-    plan.skipped.push({ finding, reason: `younger than --grace ${input.graceSeconds}s (${age}s old): releasable in ${input.graceSeconds - age}s` });
+    const basis = input.ageBasis?.get(findingKey(finding));
+    plan.skipped.push({ finding, reason: `younger than --grace ${input.graceSeconds}s (${age}s old${basis ? `, by ${basis}` : ''}): releasable in ${input.graceSeconds - age}s` });
     return true;
   };
   const replayed = new Set<string>();
@@ -99,9 +102,11 @@ export function planReclaim(input: {
         if (age === undefined || !heldBack(f, age)) plan.calico.push(f);
         break;
       }
-      case 'whereabouts-ip-leaked':
-        plan.whereabouts.push(f);
+      case 'whereabouts-ip-leaked': {
+        const age = input.apiAges?.get(findingKey(f));
+        if (age === undefined || !heldBack(f, age)) plan.whereabouts.push(f);
         break;
+      }
       default:
         plan.skipped.push({ finding: f, reason: 'reported only: not provably dead' });
     }

@@ -32,8 +32,7 @@ async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: stri
   if (!entry) return { finding: f, verdict: 'gone', detail: `${ip} in pool ${namespace}/${pool} already released since the audit` };
   if (entry.id !== containerId) return { finding: f, verdict: 'changed', detail: `${ip} in pool ${namespace}/${pool} no longer names container ${containerId!.slice(0, 12)}; not touched` };
   const reservation = await reservationOf(cluster, current, String(ip));
-  // By its container when it names one, else by its pod, never by a pod neither names (older whereabouts write none).
-  const names = (r: OverlappingRangeIpReservation) => (r.spec.containerid ? r.spec.containerid === containerId : !!pod && r.spec.podref === pod);
+  const names = (r: OverlappingRangeIpReservation) => reservationNames(r, containerId!, pod);
   await save(`whereabouts-${namespace}-${pool}-${offset}.json`, { pool: { metadata: current.metadata, allocation: { [offset!]: entry } }, reservation });
   const escaped = offset!.replace(/~/g, '~0').replace(/\//g, '~1');
   try {
@@ -63,8 +62,12 @@ async function releaseAllocation(cluster: Cluster, f: Finding, save: (name: stri
   return { finding: f, verdict: 'freed', detail: `released ${ip} of ${pod} in whereabouts pool ${namespace}/${pool}${also}` };
 }
 
+/** By its container when it names one, else by its pod, never by a pod neither names (older whereabouts write none). */
+export const reservationNames = (r: OverlappingRangeIpReservation, containerId: string, pod: string | undefined) =>
+  r.spec.containerid ? r.spec.containerid === containerId : !!pod && r.spec.podref === pod;
+
 /** The cluster-wide reservation of the address (named after it, with the network's name first when it has one). */
-async function reservationOf(cluster: Cluster, pool: IpPool, ip: string): Promise<OverlappingRangeIpReservation | undefined> {
+export async function reservationOf(cluster: Cluster, pool: IpPool, ip: string): Promise<OverlappingRangeIpReservation | undefined> {
   const name = ip.replace(/:/g, '-');
   // A pool named "NETWORK-RANGE" is a named network's: its reservations are "NETWORK-IP".
   const network = pool.metadata.name.endsWith(`-${pool.spec.range.replace(/[:/]/g, '-')}`) ? pool.metadata.name.slice(0, -(pool.spec.range.length + 1)) : '';
