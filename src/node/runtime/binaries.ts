@@ -79,10 +79,11 @@ export function notAtTarget(targets: Record<string, string>, running: Map<string
     if (b.replaced) return [`${unit} still runs the ${b.exe} it started with, which the install replaced (not restarted)`];
     if (!b.owners.includes(p)) return [`${unit} runs ${b.exe}, which ${p} does not own`];
     if (!b.version.includes(upstreamVersion(v))) return [`${unit} reports "${b.version}", not ${upstreamVersion(v)} (${p} ${v})`];
-    // A daemon that prints its Debian revision too (containerd: "... 1.6.20~ds1 1.6.20~ds1-1+deb12u3") is held to it.
+    // A daemon that prints the Debian version it was built as (containerd: "... 1.6.20~ds1 1.6.20~ds1-1+deb12u3") is
+    // held to it; a package rebuilt or repacked on top of that version ("...+deb12u3+b1", a site's "+local1") too.
     const full = v.replace(/^\d+:/, '');
-    const words = b.version.split(/[\s,]+/);
-    if (words.some((w) => w.startsWith(`${upstreamVersion(v)}-`)) && !words.includes(full)) return [`${unit} reports "${b.version}", not ${full} (${p} ${v})`];
+    const built = b.version.split(/[\s,]+/).find((w) => w.startsWith(`${upstreamVersion(v)}-`));
+    if (built && !(full === built || (full.startsWith(built) && /^[+~.]/.test(full.slice(built.length))))) return [`${unit} reports "${b.version}", not ${full} (${p} ${v})`];
     return [];
   });
 }

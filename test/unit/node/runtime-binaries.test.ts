@@ -34,6 +34,8 @@ describe('the running runtime binaries', () => {
       'containerd reports "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u2", not 1.6.20~ds1-1+deb12u3 (containerd 1.6.20~ds1-1+deb12u3)',
     ]);
     expect(notAtTarget({ containerd: '1.6.20~ds1-1+deb12u2' }, parseRunningBinaries(REAL_NODE.replace('deb12u2', 'deb12u23')))).toHaveLength(1);
+    // A package rebuilt or repacked on top of the version the binary was built as (a binNMU, a site's own suffix).
+    expect(notAtTarget({ containerd: '1.6.20~ds1-1+deb12u2+nmtest1' }, parseRunningBinaries(REAL_NODE))).toEqual([]);
   });
   it('compares the upstream part of a Debian version', () => {
     expect(upstreamVersion('1:1.6.20~ds1-1+deb12u3')).toBe('1.6.20~ds1');
