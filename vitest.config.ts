@@ -31,6 +31,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          // Each file's CPU (its own and its CLIs'), printed as a table at the end (test/integration/cpu.ts).
+          setupFiles: ['test/integration/cpu.ts'],
           fileParallelism: true,
           testTimeout: 1_800_000,
           // A fault file's cases each lease a node (onLeasedNode): three at a time, so that 2 cores are not swamped.

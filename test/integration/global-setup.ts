@@ -1,6 +1,8 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 
 const ENV = '/var/lib/node-maint-testbed/env.json';
@@ -20,18 +22,47 @@ export default function setup(project: TestProject) {
   }
   if (!up) execFileSync('bash', ['testbed/up'], { stdio: 'inherit' });
   project.provide('testbed', readFileSync(ENV, 'utf8'));
+  const cpuLog = join(tmpdir(), `node-maint-suite-cpu-${process.pid}.jsonl`);
+  project.provide('cpuLog', cpuLog);
+  const machine = machineCpu();
+  const report = () => {
+    printCpuTable(cpuLog, machineCpu() - machine);
+    rmSync(cpuLog, { force: true });
+  };
   // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
   if (JSON.parse(readFileSync(ENV, 'utf8')).kind) {
     execFileSync('bash', ['testbed/ctl', 'kind-pause'], { stdio: 'inherit' });
     // Thawed without blocking vitest's event loop: the thaw waits for the cluster to settle (10 s and more), and a
     // blocked loop let vitest's 10 s timer for the last workers' exit fire first ("Timeout terminating forks worker").
-    return async () => void (await promisify(execFile)('bash', ['testbed/ctl', 'kind-resume']));
+    return async () => {
+      report();
+      await promisify(execFile)('bash', ['testbed/ctl', 'kind-resume']);
+    };
   }
-  return undefined;
+  return report;
+}
+
+/** Busy CPU seconds of the whole machine since boot (/proc/stat's first line: all but idle and iowait). */
+function machineCpu(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+  return (ticks.reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!) / 100;
+}
+
+/** The integration files by CPU (their own process and the CLIs they ran), beside the machine's whole busy time. */
+function printCpuTable(log: string, machineSeconds: number): void {
+  if (!existsSync(log)) return;
+  const rows = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { file: string; own: number; clis: number; wall: number });
+  const total = rows.reduce((n, r) => n + r.own + r.clis, 0);
+  const line = (r: (typeof rows)[number]) => `  ${(r.own + r.clis).toFixed(0).padStart(5)} s CPU (own ${r.own.toFixed(0)}, CLIs ${r.clis.toFixed(0)}), ${r.wall.toFixed(0).padStart(4)} s wall  ${r.file}`;
+  console.log([
+    `Where the CPU went: ${total.toFixed(0)} s in the integration files and the CLIs they ran, of ${machineSeconds.toFixed(0)} s the machine was busy (the rest: the bed's daemons, kubelets, runtimes, vitest)`,
+    ...rows.sort((a, b) => b.own + b.clis - (a.own + a.clis)).slice(0, 10).map(line),
+  ].join('\n'));
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
     testbed: string;
+    cpuLog: string;
   }
 }
