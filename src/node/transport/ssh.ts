@@ -143,6 +143,9 @@ function forwarded(jump: Client, via: SshOptions, to: SshOptions): Promise<NodeJ
   );
 }
 
+/** The key given as such (the fleet's sshKey secret), as messages name it: "the SSH key given inline". */
+const INLINE = 'given inline';
+
 interface Credentials {
   /** Each key file (or the inline key) ssh2 can use as it is, by name; offered in this order, then the agent. */
   keys: Array<{ name: string; key: Buffer }>;
@@ -168,7 +171,7 @@ async function credentials(ssh2: Ssh2, options: SshOptions): Promise<Credentials
       throw new RunbookError('usage', `cannot read known_hosts ${options.knownHostsPath}`, { cause });
     }),
   ]);
-  const given = options.privateKey === undefined ? files : [{ name: 'the key given inline', key: Buffer.from(options.privateKey) }];
+  const given = options.privateKey === undefined ? files : [{ name: INLINE, key: Buffer.from(options.privateKey) }];
   return { keys: given.filter(({ name, key }) => usableKey(ssh2, name, key, options)), knownHosts };
 }
 
@@ -181,7 +184,7 @@ function usableKey(ssh2: Ssh2, name: string, key: Buffer, options: SshOptions): 
   if (!(parsed instanceof Error)) return true;
   if (/encrypted|passphrase/i.test(parsed.message)) {
     if (options.agent) return false;
-    const path = options.privateKey === undefined ? name : 'KEY';
+    const path = name === INLINE ? 'KEY' : name;
     throw new RunbookError('usage', `the SSH key ${name} is protected by a passphrase, which this tool never asks for: add it to ssh-agent (\`ssh-add ${path}\`) and run with SSH_AUTH_SOCK set`);
   }
   throw new RunbookError('usage', `the SSH key ${name} is not a private key ssh2 can read: ${parsed.message}`);
@@ -190,7 +193,7 @@ function usableKey(ssh2: Ssh2, name: string, key: Buffer, options: SshOptions): 
 /** Why a login was refused: each key offered by name, and what the agent held (an empty one said as such). */
 async function refusal(options: SshOptions, credentials: Credentials): Promise<string> {
   const held = options.agent ? await agentKeyTypes(options.agent) : undefined;
-  const files = credentials.keys.map((k) => k.name);
+  const files = credentials.keys.map((k) => (k.name === INLINE ? 'the key given inline' : k.name));
   const agent = options.agent && `ssh-agent (${options.agent})`;
   if (agent && held?.length === 0) {
     return files.length === 0 ? `no key to offer: ${agent} holds none, and no key file was named or found` : `the server refused ${files.join(', ')} (${agent} holds no key)`;
