@@ -119,7 +119,8 @@ export function planReclaim(input: {
 export function planLines(plan: ReclaimPlan): string[] {
   if (plan.refused.length > 0) return plan.refused.map((reason) => `refused, nothing will be done: ${reason}`);
   return [
-    ...plan.replays.map((r) => `replay CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (frees ${r.ips.join(', ')})` : ''}`),
+    // The cached result's addresses, not "frees": the IPAM may have given them back already (a release through the API).
+    ...plan.replays.map((r) => `replay CNI DEL ${r.networkName}/${r.ifName} of ${r.containerId.slice(0, 12)}${r.ips.length ? ` (its cached result names ${r.ips.join(', ')}; the plugin releases what it still holds)` : ''}`),
     ...plan.reservations.map((r) => `free ${r.ip}: delete ${r.path} under ${r.dir}/lock, if it still names ${r.containerId.slice(0, 12)} and no such container exists`),
     ...plan.checkpoints.map((c) => `delete checkpoint ${c.path} once its sandbox's network is released`),
     ...plan.netns.map((n) => `delete network namespace ${n} if no process is in it`),

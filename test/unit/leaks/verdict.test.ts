@@ -66,6 +66,12 @@ describe('reclaim on a blind audit', () => {
     expect(planLines(refused)).toEqual(['refused, nothing will be done: the pod list could not be read']);
   });
 
+  it("says a DEL replay's addresses as its cached result names them, never as freed (the IPAM may have given them back)", () => {
+    const empty = planReclaim({ first: [], second: [], unverifiable: [], state: emptyState(), graceSeconds: 0 });
+    const replay = { networkName: 'k8s-pod-network', ifName: 'eth0', containerId: 'a'.repeat(64), ips: ['10.233.64.9'] };
+    expect(planLines({ ...empty, replays: [replay as never] })).toEqual([`replay CNI DEL k8s-pod-network/eth0 of ${'a'.repeat(12)} (its cached result names 10.233.64.9; the plugin releases what it still holds)`]);
+  });
+
   it('still releases cluster-wide Calico leaks it saw twice, once their objects are older than --grace', () => {
     const plan = planReclaim({ first: [orphan], second: [orphan], unverifiable: [], state: emptyState(), graceSeconds: 0 });
     expect(plan.calico).toEqual([orphan]);
