@@ -8,7 +8,7 @@ import { liveAllocation } from '../leaks/whereabouts/detect.js';
 import { whereaboutsRanges } from '../leaks/whereabouts/ranges.js';
 import { readWhereaboutsView } from '../leaks/whereabouts/read.js';
 import { canonicalIp } from '../node/cni/host-local.js';
-import { reportedRuntimeAtTargets } from '../node/runtime/binaries.js';
+import { hasDebianRevision, reportedRuntimeAtTargets } from '../node/runtime/binaries.js';
 import { criDockerdCommandLine, flagValue, kubeletCommandLine } from '../node/state/command-lines.js';
 import type { NodeState } from '../node/state/types.js';
 import { run } from '../node/transport/index.js';
@@ -154,8 +154,8 @@ async function nodeReportsTargets(ctx: RunContext): Promise<string> {
   // A run that upgraded nothing (a reboot alone) has no upgraded runtime to name.
   const upgradedNothing = Object.keys(ctx.options.targets).length === 0;
   if (!(last.status === 'matches' || upgradedNothing)) return `the node reports ${reported} (not the upgraded runtime)`;
-  const revision = Object.values(ctx.options.targets).some((v) => /-[^-]+$/.test(v.replace(/^\d+:/, '')));
-  return `the node reports ${reported}${revision && last.status === 'matches' ? " (kubelet's report names the upstream release, never the Debian revision)" : ''}`;
+  const revision = Object.values(ctx.options.targets).some(hasDebianRevision);
+  return `the node reports ${reported}${revision ? " (kubelet's report names the upstream release, never the Debian revision)" : ''}`;
 }
 
 /** Deletes the smoke pod and waits until it is gone, so its teardown is part of what the audit then checks. */

@@ -40,12 +40,13 @@ describe('calico-ipam after a crash, a half-done release and a removed node', ()
       await applyObjects([{ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns.name }, spec: { ...pinnedPodSpec(t.name), containers: [container] } }]);
       // Released as a person would: the file the hook waits for, written into the container (a hook left holding
       // would hold the pod's deletion too).
-      const release = () => t.sh(`for p in $(pgrep -f '^sh -c until .* ${name}$'); do touch /proc/$p/root/released; done`);
+      const hookPids = `pgrep -f '^sh -c until .* ${name}$'`;
+      const release = () => t.sh(`for p in $(${hookPids}); do touch /proc/$p/root/released; done`);
       try {
         let given: string | undefined;
         await waitFor(async () => {
           given = (await allocations()).find((a) => a.pod === `${ns.name}/${name}`)?.ip;
-          return given !== undefined && (await t.sh(`pgrep -f '^sh -c until .* ${name}$' || true`)).trim() !== '';
+          return given !== undefined && (await t.sh(`${hookPids} || true`)).trim() !== '';
         }, 120_000, `${name}'s address given and its hook running`);
         const pod = await kubectlJson('get', 'pod', '-n', ns.name, name);
         expect([pod.status.phase, pod.status.podIP]).toEqual(['Pending', undefined]);

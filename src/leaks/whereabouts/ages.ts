@@ -15,9 +15,15 @@ export const POOL_WRITE_BASIS = "its pool's last write: whereabouts keeps no tim
 export async function whereaboutsAges(cluster: Cluster, findings: Finding[], now = Date.now()): Promise<{ ages: Map<string, number>; basis: Map<string, string> }> {
   const ages = new Map<string, number>();
   const basis = new Map<string, string>();
+  // One read per pool, however many of its addresses leaked.
+  const pools = new Map<string, Promise<IpPool | undefined>>();
+  const poolAt = (path: string) => {
+    if (!pools.has(path)) pools.set(path, cluster.get<IpPool>(path).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e))));
+    return pools.get(path)!;
+  };
   for (const f of findings.filter((x) => x.class === 'whereabouts-ip-leaked')) {
     const { namespace, pool, containerId, ip, pod } = f.evidence as Record<string, string>;
-    const current = await cluster.get<IpPool>(`${WHEREABOUTS_GROUP}/namespaces/${namespace}/ippools/${pool}`).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)));
+    const current = await poolAt(`${WHEREABOUTS_GROUP}/namespaces/${namespace}/ippools/${pool}`);
     if (!current) continue;
     const reservation = await reservationOf(cluster, current, String(ip));
     const made = reservation && reservationNames(reservation, containerId!, pod) ? reservation.metadata.creationTimestamp : undefined;

@@ -54,8 +54,17 @@ export function parseRunningBinaries(text: string): Map<string, RunningBinary> {
   return found;
 }
 
+/** A Debian version without its epoch ("1:1.6.20~ds1-1+deb12u3" -> "1.6.20~ds1-1+deb12u3"). */
+const withoutEpoch = (version: string) => version.replace(/^\d+:/, '');
+
 /** Debian's upstream part of a version: no epoch, no revision ("1:1.6.20~ds1-1+deb12u3" -> "1.6.20~ds1"). */
-export const upstreamVersion = (version: string) => version.replace(/^\d+:/, '').replace(/-[^-]*$/, '');
+export const upstreamVersion = (version: string) => withoutEpoch(version).replace(/-[^-]*$/, '');
+
+/** Whether a Debian version has a revision ("1.6.20~ds1-1+deb12u3" has; "0.4.3" has not). */
+export const hasDebianRevision = (version: string) => upstreamVersion(version) !== withoutEpoch(version);
+
+/** `version` is `base`, or `base` carried on after one of `separators` ("1.6.20-rc1" of "1.6.20" by /[-+~]/). */
+const isOrExtends = (version: string, base: string, separators: RegExp) => version === base || (version.startsWith(base) && separators.test(version.slice(base.length, base.length + 1)));
 
 /** Packages whose running daemon they do not provide, each said in one sentence (preflight refuses them). */
 export function notRunningFromPackage(targets: string[], running: Map<string, RunningBinary>): string[] {
@@ -81,9 +90,8 @@ export function notAtTarget(targets: Record<string, string>, running: Map<string
     if (!b.version.includes(upstreamVersion(v))) return [`${unit} reports "${b.version}", not ${upstreamVersion(v)} (${p} ${v})`];
     // A daemon that prints the Debian version it was built as (containerd: "... 1.6.20~ds1 1.6.20~ds1-1+deb12u3") is
     // held to it; a package rebuilt or repacked on top of that version ("...+deb12u3+b1", a site's "+local1") too.
-    const full = v.replace(/^\d+:/, '');
     const built = b.version.split(/[\s,]+/).find((w) => w.startsWith(`${upstreamVersion(v)}-`));
-    if (built && !(full === built || (full.startsWith(built) && /^[+~.]/.test(full.slice(built.length))))) return [`${unit} reports "${b.version}", not ${full} (${p} ${v})`];
+    if (built && !isOrExtends(withoutEpoch(v), built, /[+~.]/)) return [`${unit} reports "${b.version}", not ${withoutEpoch(v)} (${p} ${v})`];
     return [];
   });
 }
@@ -106,8 +114,7 @@ export function reportedRuntimeAtTargets(reported: string | undefined, targets: 
   if (relevant.length === 0) return { status: 'not-applicable' };
   // Debian's upstream part less its repack marks ("1.6.20~ds1" -> "1.6.20", "20.10.24+dfsg1" -> "20.10.24").
   const release = (v: string) => upstreamVersion(v).split(/[~+]/)[0]!;
-  const reports = (r: string) => version === r || (version!.startsWith(r) && /^[-+~]/.test(version!.slice(r.length)));
-  const wrong = relevant.filter(([, v]) => !reports(release(v)));
+  const wrong = relevant.filter(([, v]) => !isOrExtends(version!, release(v), /[-+~]/));
   if (wrong.length > 0) return { status: 'differs', message: `the node reports ${reported}, not ${wrong.map(([p, v]) => `${release(v)} (${p} ${v})`).join(', ')}` };
   return { status: 'matches' };
 }

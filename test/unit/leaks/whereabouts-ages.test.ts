@@ -21,14 +21,16 @@ const cluster = (answer: (path: string) => unknown) => ({ get: async (path: stri
 describe("whereabouts allocations' ages", () => {
   it("by the reservation that names the container; else by the pool's last write, said so; none for a pool gone", async () => {
     const [withReservation, foreignReservation, noReservation] = [leak('10.210.0.5', 'aaa'), leak('10.210.0.6', 'bbb'), leak('10.210.0.7', 'ccc')];
+    let poolReads = 0;
     const { ages, basis } = await whereaboutsAges(cluster((path) => {
-      if (path.endsWith('/ippools/10.210.0.0-16')) return pool;
+      if (path.endsWith('/ippools/10.210.0.0-16')) return (poolReads++, pool);
       if (path.endsWith('/10.210.0.5')) return { metadata: { name: '10.210.0.5', creationTimestamp: ago(300) }, spec: { containerid: 'aaa', podref: 'demo/p' } };
       if (path.endsWith('/10.210.0.6')) return { metadata: { name: '10.210.0.6', creationTimestamp: ago(300) }, spec: { containerid: 'other', podref: 'demo/q' } };
       throw new ApiError(404, 'NotFound', 'not found');
     }), [withReservation, foreignReservation, noReservation], now);
     expect([ages.get(findingKey(withReservation)), ages.get(findingKey(foreignReservation)), ages.get(findingKey(noReservation))]).toEqual([300, 10, 10]);
     expect([...basis.keys()]).toEqual([findingKey(foreignReservation), findingKey(noReservation)]);
+    expect(poolReads).toBe(1);
     const gone = await whereaboutsAges(cluster(() => {
       throw new ApiError(404, 'NotFound', 'not found');
     }), [withReservation], now);
