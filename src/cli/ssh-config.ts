@@ -140,7 +140,7 @@ function glob(pattern: string): string[] {
       found = found.map((dir) => join(dir, part)).filter((p) => existsSync(p));
       continue;
     }
-    const re = globRegExp(part);
+    const re = globRegExp(part, true);
     found = found.flatMap((dir) => {
       try {
         return readdirSync(dir).filter((e) => re.test(e) && !e.startsWith('.')).sort().map((e) => join(dir, e));
@@ -152,9 +152,24 @@ function glob(pattern: string): string[] {
   return found.filter((f) => dirname(f) !== f);
 }
 
-function globRegExp(pattern: string): RegExp {
-  const body = pattern.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${body}$`, 'i');
+/**
+ * A pattern as a RegExp: `*` and `?` always; `[...]` and `[!...]` classes only for file globs (glob(3), as Include
+ * reads them, case-sensitive). A host pattern knows no classes and ignores case, as ssh's match_pattern.
+ */
+function globRegExp(pattern: string, files = false): RegExp {
+  let body = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    const end = files && c === '[' ? pattern.indexOf(']', i + 2) : -1;
+    if (c === '*') body += '.*';
+    else if (c === '?') body += '.';
+    else if (end > 0) {
+      const set = pattern.slice(i + 1, end).replace(/\\/g, '\\\\');
+      body += set.startsWith('!') ? `[^${set.slice(1)}]` : `[${set}]`;
+      i = end;
+    } else body += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${body}$`, files ? '' : 'i');
 }
 
 /** OpenSSH's pattern list: one positive pattern matches and no negated one (`!pattern`) does. */

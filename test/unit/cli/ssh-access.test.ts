@@ -91,6 +91,17 @@ describe('how the CLI reaches a node over SSH', () => {
     expect(await transportSpec({ 'ssh-bastion': 'ops@10.1.1.1:2222' }, internalIp, { home, node: 'node-a', agent: '' })).toMatchObject({ bastion: { host: '10.1.1.1', port: 2222, user: 'ops' } });
   });
 
+  it("takes `[...]` as a class in an Include's glob and as itself in a Host pattern, as `ssh -G` does", async () => {
+    const home = homeWith('Include conf.d/[!x]*.conf\nHost node[1]\n  User bracket\nHost *\n  User fallback\n');
+    mkdirSync(join(home, '.ssh', 'conf.d'));
+    writeFileSync(join(home, '.ssh', 'conf.d', 'a.conf'), 'Host node1\n  Port 2201\n');
+    writeFileSync(join(home, '.ssh', 'conf.d', 'x.conf'), 'Host node1\n  Port 2299\n');
+    const g = execFileSync('ssh', ['-G', '-F', join(home, '.ssh', 'config'), 'node1'], { encoding: 'utf8', env: { ...process.env, HOME: home } });
+    const said = (key: string) => new RegExp(`^${key} (.*)$`, 'm').exec(g)![1];
+    expect([said('user'), said('port')]).toEqual(['fallback', '2201']);
+    expect(await transportSpec({}, internalIp, { home, node: 'node1', agent: '' })).toMatchObject({ user: 'fallback', port: 2201 });
+  });
+
   it('offers the agent (SSH_AUTH_SOCK) after the key file, and the agent alone when there is no key file', async () => {
     expect(await transportSpec({}, internalIp, { home: homeWith(undefined, ['id_ed25519']), node: 'n', agent: '/run/agent.sock' })).toMatchObject({ privateKeyPaths: [expect.stringMatching(/id_ed25519$/)], agent: '/run/agent.sock' });
     const agentOnly = await transportSpec({}, internalIp, { home: homeWith(), node: 'n', agent: '/run/agent.sock' });
