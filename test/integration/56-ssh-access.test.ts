@@ -107,6 +107,11 @@ describe('SSH as operators have it', () => {
       });
       expect([g.port, g.proxyjump, g.identitiesonly]).toEqual(['2222', 'jump-a', 'yes']);
 
+      // Before the second sshd is there: the jump host cannot reach the node, said so (exit 5), and the run ends.
+      writeFileSync(join(ssh, `kh_${t.name}`), '');
+      const noTarget = await dryRun(t, ['--kubeconfig', at('--kubeconfig')], { HOME: home });
+      expect(noTarget.code, noTarget.stderr).toBe(5);
+      expect(noTarget.stderr).toContain(`the jump host [127.0.0.1]:${at('--ssh-port')} cannot reach [127.0.0.1]:2222`);
       // The second sshd, started as a person would and ended by its PID.
       const log = '/run/nm-test-sshd-2222.log';
       await t.sh(`ssh-keygen -q -t ed25519 -N '' -f /run/nm-test-sshd-hk <<<y >/dev/null; rm -f ${log}
