@@ -93,7 +93,8 @@ export class Cluster {
       if (options.kubeconfig) kc.loadFromFile(options.kubeconfig);
       else kc.loadFromDefault();
     } catch (cause) {
-      throw new RunbookError('usage', `cannot load the kubeconfig ${options.kubeconfig ?? '(default)'}`, { cause });
+      const why = cause instanceof Error ? cause.message : String(cause);
+      throw new RunbookError('usage', `cannot load the kubeconfig ${options.kubeconfig ?? '(default)'}: ${why}`, { cause });
     }
     if (options.context) {
       if (!kc.getContexts().some((c) => c.name === options.context)) {

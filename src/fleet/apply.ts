@@ -38,6 +38,8 @@ export interface NodeUpgradeInputs {
   kubeconfig?: string;
   context?: string;
   targets: Record<string, string>;
+  /** The fleet takes each node's pending upgrades: `targets` are this node's, read as it was planned (maybe none). */
+  pendingUpgrades?: { origin?: string };
   /** This `pulumi up` tainted its waiting nodes PreferNoSchedule (preferNoScheduleWhileWaiting): each loses it as its
    * run ends, all of them when the fleet fails (found by the taint, not listed: a list on every node grew the fleet's
    * plan with the square of its size). */

@@ -26,6 +26,8 @@ export type ProviderInputs = fleet.NodeUpgradeInputs & {
   wave?: number;
   /** Why this `pulumi up` reboots the node (reboot: always, or if-required and the node says so): a change. */
   rebootWanted?: string;
+  /** Why only the node's run can tell whether it needs a reboot (its agent's facts may be old): a change. */
+  rebootUnknown?: string;
 };
 
 /** The side effects of a node's run, one seam for tests. */
@@ -72,7 +74,7 @@ const passedBy = (inputs: ProviderInputs, why: { result: string; skipped?: strin
 
 /** One node: the window and the pause, the alerts, the runbook, then the node and its workloads back. Throws to stop the fleet. */
 export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line) => console.error(line), runs = FLEET_RUNS, stop: cancel = NEVER_STOPPED }: RunNodeOptions = {}) {
-  const { sshKey, observed, webhook, later, unfinished: _, wave: __, rebootWanted: ___, ...rest } = inputs;
+  const { sshKey, observed, webhook, later, unfinished: _, wave: __, rebootWanted: ___, rebootUnknown: ____, ...rest } = inputs;
   void observed;
   const fleetName = rest.fleet ?? 'fleet';
   runs.started(fleetName, inputs.node);
@@ -136,8 +138,11 @@ export async function runNode(inputs: ProviderInputs, { deps = REAL, log = (line
     const rolled = report.rollback.map((r) => `${r.step} ${r.status}`).join(', ');
     await stop({ result: report.result, error: `${report.error?.message ?? ''}${rolled ? `; rollback: ${rolled}` : ''}`, exitCode: report.exitCode, runId: report.runId });
   }
-  // Whatever the run did to the node, the next wave waits until it and its workloads are back.
-  await deps.afterFleetNode(rest, before, log, cancel).catch((e: Error) =>
+  // Whatever the run did to the node, the next wave waits until it and its workloads are back; a run that found
+  // nothing to do changed nothing, so nothing soaks.
+  if (report.result === 'nothing-to-do') log(`[${inputs.node}] nothing to do: its run read the node and found it at its targets${inputs.reboot?.policy === 'if-required' ? ', no reboot required' : ''}`);
+  const after = report.result === 'nothing-to-do' ? { ...rest, soakSeconds: 0 } : rest;
+  await deps.afterFleetNode(after, before, log, cancel).catch((e: Error) =>
     stop({ result: 'gate-failed', error: cancel.aborted ? `${report.result}, then cancelled by ${stopReason(cancel)} before it and its workloads were seen back` : e.message, runId: report.runId }),
   );
   const outs = {
@@ -171,7 +176,8 @@ export async function check(_olds: ProviderInputs, packed: ProviderInputs) {
   const failures = [];
   if (typeof news.node !== 'string' || news.node === '') failures.push({ property: 'node', reason: 'node is required' });
   const reboots = news.reboot !== undefined && news.reboot.policy !== 'never';
-  if (!news.targets || (Object.keys(news.targets).length === 0 && !reboots)) failures.push({ property: 'targets', reason: 'targets are required unless the fleet reboots' });
+  // A node with nothing pending has no targets: it is unchanged, not wrong.
+  if (!news.targets || (Object.keys(news.targets).length === 0 && !reboots && !news.pendingUpgrades)) failures.push({ property: 'targets', reason: 'targets are required unless the fleet reboots or takes pending upgrades' });
   return { inputs: packed, failures };
 }
 
@@ -181,7 +187,7 @@ export async function diff(_id: string, olds: ProviderInputs, news: ProviderInpu
   // The program refuses a node it cannot read; a node without observed versions is never taken as done from the
   // state (that said "unchanged" for a node nobody had looked at): it runs, and its runbook reads it for real.
   const changes =
-    replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets) || news.unfinished !== undefined || news.rebootWanted !== undefined;
+    replaces.length > 0 || !same(olds.targets, news.targets) || news.observed === undefined || !same(news.observed, news.targets) || news.unfinished !== undefined || news.rebootWanted !== undefined || news.rebootUnknown !== undefined;
   return { changes, replaces, deleteBeforeReplace: true };
 }
 

@@ -17,11 +17,11 @@ export interface FleetMessage {
 
 const pairs = (v: Record<string, string>) => Object.entries(v).map(([p, x]) => `${p} ${x}`).join(', ');
 
-export function fleetStarted(fleet: string, { changing, targets, waves }: { changing: string[]; targets: Record<string, string>; waves: string[][] }): FleetMessage {
+export function fleetStarted(fleet: string, { changing, targets, waves, what }: { changing: string[]; targets: Record<string, string>; waves: string[][]; what?: string }): FleetMessage {
   return {
     event: 'fleet-started',
     fleet,
-    text: `node-maint ${fleet}: started: ${changing.length} node(s) to ${pairs(targets) || 'be rebooted'} (${changing.join(', ')}); waves: ${waves.map((w) => w.join(' + ')).join(', then ')}`,
+    text: `node-maint ${fleet}: started: ${changing.length} node(s) to ${pairs(targets) || what || 'be rebooted'} (${changing.join(', ')}); waves: ${waves.map((w) => w.join(' + ')).join(', then ')}`,
     nodes: changing,
     targets,
     waves,

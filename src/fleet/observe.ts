@@ -1,4 +1,5 @@
 import { availableVersionsScript, cleanVersions, installedScript, parseAvailableVersions, parsePackageDb } from '../node/packages/index.js';
+import { parsePendingUpgrades, pendingTargets, PENDING_UPGRADES_SCRIPT } from '../node/packages/pending.js';
 import { parseRebootRequired, rebootRequiredScript } from '../node/reboot.js';
 import { command, quote, run } from '../node/transport/index.js';
 import type { NodeConnection } from './apply.js';
@@ -19,6 +20,8 @@ export interface ObservedNode {
   lastAudit?: LastAudit;
   /** Through the agents: when the agent wrote these facts (it reads them every few minutes, writes them on a change). */
   factsAt?: string;
+  /** With pendingUpgrades: the node's own targets, what apt has pending on it (none: nothing to install). */
+  pending?: Record<string, string>;
 }
 
 const SPLIT = '@@node-maint-offered';
@@ -29,9 +32,11 @@ export interface RebootAsk {
   sentinelCommand?: string;
 }
 
-export async function observeNode(connection: NodeConnection, sshKey: string | undefined, targets: Record<string, string>, reboot?: RebootAsk): Promise<ObservedNode> {
-  const packages = Object.keys(targets);
+/** `pending`: the node's targets are what apt has pending on it (of that origin), read first in the same session. */
+export async function observeNode(connection: NodeConnection, sshKey: string | undefined, fleetTargets: Record<string, string>, reboot?: RebootAsk, pending?: { origin?: string }): Promise<ObservedNode> {
   return withTransport(connection, sshKey, async (transport) => {
+    const targets = pending ? pendingTargets(parsePendingUpgrades(await run(transport, PENDING_UPGRADES_SCRIPT)), pending.origin) : fleetTargets;
+    const packages = Object.keys(targets);
     // The sources are asked only for a package not cleanly at its target (apt-cache costs the node CPU, fleets are
     // large): one a killed run left half-configured there is the run's to finish, and must be offered.
     const offers = Object.entries(targets).map(
@@ -46,7 +51,7 @@ export async function observeNode(connection: NodeConnection, sshKey: string | u
     const installed = Object.fromEntries(packages.map((p) => [p, clean[p] || 'not installed']));
     const offered = Object.fromEntries(packages.filter((p) => installed[p] !== targets[p]).map((p) => [p, [...(available.get(p) ?? [])]]));
     const rebootRequired = rebootPart === undefined ? undefined : parseRebootRequired(rebootPart, reboot?.sentinelCommand);
-    return { installed, offered, ...(rebootRequired ? { rebootRequired } : {}) };
+    return { installed, offered, ...(rebootRequired ? { rebootRequired } : {}), ...(pending ? { pending: targets } : {}) };
   });
 }
 

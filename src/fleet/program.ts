@@ -96,7 +96,7 @@ async function observeAll(cluster: Cluster, config: FleetConfig, nodes: Node[], 
   const worker = async () => {
     for (let i = next++; i < nodes.length; i = next++) {
       try {
-        out[i] = await observeNode(connections[i]!, config.sshKey, config.targets, config.reboot.policy === 'if-required' ? { sentinelCommand: config.reboot.sentinelCommand } : undefined);
+        out[i] = await observeNode(connections[i]!, config.sshKey, config.targets, config.reboot.policy === 'if-required' ? { sentinelCommand: config.reboot.sentinelCommand } : undefined, config.pendingUpgrades);
       } catch (e) {
         out[i] = e instanceof RunbookError ? e.message : String(e);
       }
@@ -164,20 +164,22 @@ function laterNodes(waves: string[][]): LaterNodes[] {
  * The fleet's nodes whose Lease carries an unfinished run ("run R, running"), and those of them whose reboot is under
  * way (silent until they are back: their runs wait for them), from one list of the runbook's Leases.
  */
-async function unfinishedRuns(cluster: Cluster, namespace: string, names: string[]): Promise<{ runs: Map<string, string>; rebooting: Set<string> }> {
+async function unfinishedRuns(cluster: Cluster, namespace: string, names: string[]): Promise<{ runs: Map<string, string>; rebooting: Set<string>; targets: Map<string, Record<string, string>> }> {
   const leases = await listAll<Lease>(cluster, `${leasePath(namespace)}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=node-maint')}`);
   const wanted = new Set(names);
   const runs = new Map<string, string>();
   const rebooting = new Set<string>();
+  const targets = new Map<string, Record<string, string>>();
   for (const l of leases) {
     const node = l.metadata.name.slice(LEASE_PREFIX.length);
     const journal = journalOf(l);
     const run = describeUnfinished(journal);
     if (!l.metadata.name.startsWith(LEASE_PREFIX) || !wanted.has(node) || !run) continue;
     runs.set(node, run);
+    targets.set(node, journal!.targets);
     if (rebootInFlight(journal)) rebooting.add(node);
   }
-  return { runs, rebooting };
+  return { runs, rebooting, targets };
 }
 
 /** The nodes grouped by the wave each last ran in (from its outputs), in wave order, each wave by name. */
@@ -196,6 +198,16 @@ const atTargets = (seen: ObservedNode | string, targets: Record<string, string>)
 function rebootOf(config: FleetConfig, seen: ObservedNode | string): string | undefined {
   if (config.reboot.policy === 'always') return 'reboot: always';
   return config.reboot.policy === 'if-required' && typeof seen === 'object' ? seen.rebootRequired : undefined;
+}
+
+/**
+ * Through the agents, "no reboot required" is only what the agent read at its last look: a sentinel that appeared
+ * since is not in its facts. Such a node is a change whose run reads the node itself (its preflight decides, and ends
+ * "nothing to do" when nothing is), never "unchanged" on the word of old facts. Why, for the plan and the state.
+ */
+function rebootUnknown(config: FleetConfig, seen: ObservedNode | string): string | undefined {
+  if (config.access !== 'agent' || config.reboot.policy !== 'if-required' || typeof seen !== 'object' || seen.rebootRequired) return undefined;
+  return `no reboot required as of its agent's facts (written ${seen.factsAt ?? 'at an unknown time'}): \`pulumi up\` has its run read the node's sentinel`;
 }
 
 /**
@@ -224,14 +236,32 @@ async function planFleet() {
   const agentMade = config.agent ? kubernetes!.createAgent(config, config.agent) : undefined;
   const { observed, awaiting } = await observeAll(cluster, config, nodes, connections);
   const names = nodes.map((n) => n.metadata.name);
-  const { runs: unfinished, rebooting } = await unfinishedRuns(cluster, config.leaseNamespace, names);
+  const { runs: unfinished, rebooting, targets: unfinishedTargets } = await unfinishedRuns(cluster, config.leaseNamespace, names);
+  // With pendingUpgrades each node has its own targets: what apt has pending on it, or what its unfinished run planned.
+  const targetsOf = (i: number): Record<string, string> => {
+    const seen = observed[i];
+    if (!config.pendingUpgrades) return config.targets;
+    return unfinishedTargets.get(names[i]!) ?? (typeof seen === 'object' ? (seen.pending ?? {}) : {});
+  };
   // A node whose unfinished run's reboot is under way cannot answer yet: its run reads it when it is back. Nor can a
   // node whose agent this stack is about to make.
   const silentRebooting = new Set(names.filter((n, i) => rebooting.has(n) && typeof observed[i] === 'string'));
   const notYet = new Set([...silentRebooting, ...awaiting]);
   const fmt = (o: ObservedNode | string) => (typeof o === 'string' ? `unknown (${o})` : Object.entries(o.installed).map(([p, v]) => `${p} ${v}`).join(', '));
-  const target = Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
-  const rebootLine = (i: number) => (config.reboot.policy === 'never' ? '' : `; ${rebootOf(config, observed[i]!) ? `reboot: ${rebootOf(config, observed[i]!)}` : 'no reboot required'}`);
+  const target = config.pendingUpgrades ? `the pending upgrades${config.pendingUpgrades.origin ? ` of ${config.pendingUpgrades.origin}` : ''}` : Object.entries(config.targets).map(([p, v]) => `${p} ${v}`).join(', ');
+  const packageLine = (i: number) => {
+    const seen = observed[i]!;
+    if (!config.pendingUpgrades) return target ? `${fmt(seen)} -> ${target}` : 'no package change';
+    const from = (p: string) => (typeof seen === 'object' ? (seen.installed[p] ?? 'unknown') : 'unknown');
+    const pending = Object.entries(targetsOf(i)).map(([p, v]) => `${p} ${from(p)} -> ${v}`);
+    return pending.length > 0 ? `${unfinished.has(names[i]!) ? 'planned by its unfinished run' : 'pending upgrades'}: ${pending.join(', ')}` : `no pending upgrade${config.pendingUpgrades.origin ? ` of ${config.pendingUpgrades.origin}` : ''}`;
+  };
+  const rebootLine = (i: number) => {
+    if (config.reboot.policy === 'never') return '';
+    const why = rebootOf(config, observed[i]!);
+    if (why) return `; reboot: ${why}`;
+    return rebootUnknown(config, observed[i]!) ? "; no reboot required when its agent last read the node: `pulumi up` has its run look again (its preflight decides)" : '; no reboot required';
+  };
   const auditLine = (i: number) => {
     const seen = observed[i];
     if (config.access !== 'agent' || typeof seen !== 'object') return '';
@@ -242,14 +272,15 @@ async function planFleet() {
       ? `${n.metadata.name}: rebooting (${unfinished.get(n.metadata.name)}: its reboot is under way; the run reads the node once it is back)`
       : awaiting.has(n.metadata.name)
         ? `${n.metadata.name}: not observed yet: this stack makes its agent (agent.image ${config.agent!.image}); \`pulumi up\` waits for its facts, and the node runs unless they show it at ${target || 'its targets'}`
-        : `${n.metadata.name}: ${target ? `${fmt(observed[i]!)} -> ${target}` : 'no package change'}${rebootLine(i)}${auditLine(i)}`,
+        : `${n.metadata.name}: ${packageLine(i)}${rebootLine(i)}${auditLine(i)}`,
   );
   for (const line of lines.length <= 50 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more nodes`]) pulumi.log.info(line);
   if (config.access === 'agent') pulumi.log.info(summarizeLastAudits(nodes.flatMap((n, i) => (typeof observed[i] === 'object' ? [[n.metadata.name, observed[i].lastAudit] as [string, ObservedNode['lastAudit']]] : []))));
   const fleet = `${pulumi.getProject()}/${pulumi.getStack()}`;
   await refuseUnobserved(nodes.filter((n) => !notYet.has(n.metadata.name)), observed.filter((_, i) => !notYet.has(names[i]!)), config, fleet);
   // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.
-  const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets)));
+  // A node's own pending upgrades are offered by definition; an unfinished run's targets are its run's to finish.
+  const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' || config.pendingUpgrades ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, targetsOf(i))));
   if (unavailable.length > 0) throw new ConfigError('targets', `not installable on ${unavailable.length} node(s), so no node is planned or changed: ${unavailable.join('; ')}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
@@ -268,7 +299,7 @@ async function planFleet() {
   pulumi.log.info(`order ${describeOrder(config.order)}; waves: ${waves.map((w) => w.map((i) => names[i]).join(' + ')).join(', then ')}`);
   await logHolds(cluster, config, new Date());
   const sshKey = cfg.getSecret('sshKey');
-  const changing = nodes.filter((n, i) => !atTargets(observed[i]!, config.targets) || rebootOf(config, observed[i]!) !== undefined || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
+  const changing = nodes.filter((n, i) => !atTargets(observed[i]!, targetsOf(i)) || rebootOf(config, observed[i]!) !== undefined || rebootUnknown(config, observed[i]!) !== undefined || unfinished.has(n.metadata.name)).map((n) => n.metadata.name);
   // A node a blocking pod holds now is said in the preview, with what `up` will do (a half-done node skips the wait).
   if (config.blockingPods) for (const line of await blockingPodsPlan(cluster, changing.filter((n) => !unfinished.has(n)), config.blockingPods, config.undrainable)) pulumi.log.info(line);
   const waveNames = waves.map((w) => w.map((i) => names[i]!));
@@ -281,7 +312,7 @@ async function planFleet() {
     if (!pulumi.runtime.isDryRun()) await Promise.all(waitingNodes.map((n) => setWaitingTaint(cluster, n, fleet, true)));
     pulumi.log.info(`${pulumi.runtime.isDryRun() ? 'would taint' : 'tainted'} ${waitingNodes.join(', ')} ${WAITING_TAINT_KEY}=${waitingTaintValue(fleet)}:PreferNoSchedule until each one's run ends (preferNoScheduleWhileWaiting)`);
   }
-  if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames }), (l) => pulumi.log.warn(l));
+  if (!pulumi.runtime.isDryRun() && changing.length > 0) await postMessage(config.webhook, fleetStarted(fleet, { changing, targets: config.targets, waves: waveNames, ...(config.pendingUpgrades ? { what: `take ${target}` } : {}) }), (l) => pulumi.log.warn(l));
   const timeoutMinutes = nodeTimeoutMinutes(config);
   const timeout = `${timeoutMinutes}m`;
   // A stack that makes the RBAC: its nodes' runbooks then hold only that, a token of its ServiceAccount, outliving
@@ -303,11 +334,13 @@ async function planFleet() {
           connection: connections[i]!,
           kubeconfig: config.kubeconfig,
           context: config.context,
-          targets: config.targets,
+          targets: targetsOf(i),
+          ...(config.pendingUpgrades ? { pendingUpgrades: config.pendingUpgrades } : {}),
           reboot: config.reboot,
           ...(config.blockingPods ? { blockingPods: config.blockingPods } : {}),
           ...(waitingNodes.length > 0 ? { waitingTaint: true } : {}),
           ...(rebootOf(config, seen!) ? { rebootWanted: rebootOf(config, seen!) } : {}),
+          ...(rebootUnknown(config, seen!) ? { rebootUnknown: rebootUnknown(config, seen!) } : {}),
           drain: config.drain,
           leaseNamespace: config.leaseNamespace,
           allowControlPlane: config.allowControlPlane,

@@ -16,14 +16,16 @@ export interface NodeRuntimeUpgradeArgs extends NodeUpgradeInputs {
   wave?: number;
   /** Why this `pulumi up` reboots the node: a change, whatever the versions. */
   rebootWanted?: string;
+  /** Why only the node's run can tell whether it needs a reboot: a change, whatever the versions. */
+  rebootUnknown?: string;
 }
 
 /** What is the same for every node of the fleet, in one input: each top-level input costs the SDK its own outputs and
  * promises, and at 1,000 nodes the fleet-wide ones were a fifth of `pulumi preview`. The node's own inputs, those the
  * diff reads and the secrets (marked by name) stay at the top; the provider unpacks (unpackInputs). */
 function packInputs(args: NodeRuntimeUpgradeArgs) {
-  const { node, targets, observed, unfinished, rebootWanted, wave, later, connection, sshKey, webhook, hooks, ...fleet } = args;
-  return { node, targets, observed, unfinished, rebootWanted, wave, later, connection, sshKey, webhook, hooks, fleetSettings: fleet };
+  const { node, targets, observed, unfinished, rebootWanted, rebootUnknown, wave, later, connection, sshKey, webhook, hooks, ...fleet } = args;
+  return { node, targets, observed, unfinished, rebootWanted, rebootUnknown, wave, later, connection, sshKey, webhook, hooks, fleetSettings: fleet };
 }
 
 // One provider for every node: Pulumi serializes a provider object once and reuses the text.

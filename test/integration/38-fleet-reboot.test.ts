@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, kubectlJson, waitFor } from './bed.js';
 import { bootOf, pinnedDeployment } from './fixtures.js';
+import { OS_PATCH, OS_PATCH_ORIGIN, osPatch, withOsPatchSource } from './os-patch.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, newStack, type PulumiStack } from './pulumi.js';
 import { webhookReceiver } from './webhook.js';
@@ -131,5 +132,22 @@ describe('pulumi up with reboot: if-required', () => {
     expect((await third.sh('test -e /var/run/reboot-required && echo there')).trim()).toBe('there');
     expect((await kubectlJson('get', 'node', third.name)).spec.unschedulable).toBeUndefined();
     for (const t of FLEET) expect((await kubectlJson('get', 'node', t.name)).spec.taints ?? []).not.toContainEqual(expect.objectContaining({ key: 'node-maint.io/waiting' }));
+  });
+
+  it("pendingUpgrades of one origin (issue 43 item 4): preview plans each node's own; up installs them where apt has them, kept for a rollback, and leaves the others unchanged", async () => {
+    const [first, ...others] = FLEET as [TestNode, ...TestNode[]];
+    for (const key of ['blockingPodSelector', 'blockingPodTimeoutSeconds', 'undrainable', 'reboot', 'rebootCommand']) await stack.run(['config', 'rm', `node-maint:${key}`, '--config-file', stack.configFile]);
+    await stack.set('pendingUpgrades', JSON.stringify({ origin: OS_PATCH_ORIGIN }));
+    await withOsPatchSource(first, async () => {
+      const preview = (await stack.run(['preview'])).stdout;
+      expect(preview).toContain(`${first.name}: pending upgrades: ${OS_PATCH} 1.0-1 -> 1.0-2`);
+      for (const t of others) expect(preview).toContain(`${t.name}: no pending upgrade of ${OS_PATCH_ORIGIN}`);
+      const up = await stack.run(['up', '--yes', '--skip-preview']);
+      expect(up.stdout).toContain(`[${first.name}]         kept ${OS_PATCH} 1.0-1 for a rollback`);
+      for (const t of others) expect(up.stdout).not.toContain(`[${t.name}] node-maint: maintaining`);
+      const { nodes } = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+      expect(nodes[first.name]).toMatchObject({ result: 'upgraded', versionsBefore: { [OS_PATCH]: '1.0-1' }, versionsAfter: { [OS_PATCH]: '1.0-2' } });
+      expect(await osPatch(first)).toBe('1.0-2');
+    });
   });
 });

@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, waitFor } from './bed.js';
 import { AGENT_TEST_LABEL, bedCluster, BED_API_ENV, BED_POLICY, loadAgentImage, removeAgent, withAgent, withoutSsh } from './agent.js';
-import { useNodes } from './pool.js';
+import { bootOf } from './fixtures.js';
+import { useNodes, type TestNode } from './pool.js';
 import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './pulumi.js';
 
 // A fleet with `access: agent` (issue 37): preview reads what each node's agent published, up runs each node through
@@ -61,6 +62,23 @@ describe('pulumi with access: agent', () => {
       // The age of what the plan rests on (issue 43 item 4): a change since the agent's last read is not seen.
       for (const t of FLEET) expect(after).toMatch(new RegExp(`${t.name}: .*; facts \\d+ min old \\(written [0-9T:.Z-]+; its agent reads the node every 5 min`));
       expect(after).toContain('the last audits their agents ran: 3 clean, 0 with findings, 0 could not verify, 0 none yet');
+
+      // A sentinel that appears after the agents' last read is not in their facts (issue 43 item 4): preview says that
+      // up looks again, and up has each node's run look: the node with it reboots, the others find nothing to do.
+      const [late, ...others] = FLEET as [TestNode, ...TestNode[]];
+      await stack.set('reboot', 'if-required');
+      await late.sh('touch /var/run/reboot-required');
+      const boots = await Promise.all(FLEET.map(bootOf));
+      const planned = (await stack.run(['preview'])).stdout;
+      for (const t of FLEET) expect(planned).toContain(`${t.name}: containerd ${version} -> containerd ${version}; no reboot required when its agent last read the node: \`pulumi up\` has its run look again (its preflight decides); last audit:`);
+      const again = await stack.run(['up', '--yes', '--skip-preview']);
+      for (const t of others) expect(again.stdout).toContain(`[${t.name}] nothing to do: its run read the node and found it at its targets, no reboot required`);
+      const ran = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout).nodes;
+      expect(ran[late.name]).toMatchObject({ result: 'rebooted', audit: { findings: 0 } });
+      for (const t of others) expect(ran[t.name].result).toBe('nothing-to-do');
+      expect(await bootOf(late)).not.toBe(boots[0]);
+      for (const [i, t] of others.entries()) expect(await bootOf(t)).toBe(boots[i + 1]);
+      await stack.run(['config', 'rm', 'node-maint:reboot', '--config-file', stack.configFile]);
     }));
   });
 

@@ -18,8 +18,10 @@ export type { AlertGate, Gates, MetricsConfig } from './operations.js';
 export interface FleetConfig {
   nodes?: string[];
   nodeSelector?: string;
-  /** Package to version; empty when the fleet only reboots. */
+  /** Package to version; empty when the fleet only reboots or takes each node's pending upgrades. */
   targets: Record<string, string>;
+  /** Instead of targets: what apt has pending on each node (all, or one origin's), read when the fleet is planned. */
+  pendingUpgrades?: { origin?: string };
   /** While a pod matching the selector runs on the node (or anywhere), the node is held; past the wait, undrainable. */
   blockingPods?: BlockingPods;
   /** The nodes still to do carry a PreferNoSchedule taint while the fleet runs (kured's idea); default on. */
@@ -61,7 +63,7 @@ export interface FleetConfig {
   webhook?: string;
 }
 
-const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'kubeconfig', 'context', 'access', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook', 'agent'] as const;
+const KEYS = ['nodes', 'nodeSelector', 'targets', 'reboot', 'rebootSentinelCommand', 'rebootCommand', 'rebootTimeoutSeconds', 'preferNoScheduleWhileWaiting', 'blockingPodSelector', 'blockingPodScope', 'blockingPodTimeoutSeconds', 'maxUnavailable', 'pendingUpgrades', 'kubeconfig', 'context', 'access', 'ssh', 'sshKey', 'dockerExec', 'drain', 'leaseNamespace', 'allowControlPlane', 'allowNoRollback', 'createRbac', 'maintenanceWindow', 'order', 'undrainable', 'gates', 'hooks', 'metrics', 'webhook', 'agent'] as const;
 
 export interface ConfigSecrecy {
   /** The full keys (node-maint:sshKey) the stack holds as secrets, as the engine lists them to the program. */
@@ -106,11 +108,12 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
 
   const reboot = rebootConfig(get('reboot'), get('rebootSentinelCommand'), get('rebootTimeoutSeconds'), get('rebootCommand'));
   const targetsRaw = get('targets');
-  if (targetsRaw === undefined && reboot.policy === 'never') throw new ConfigError('targets', 'required unless the fleet reboots (reboot: always or if-required): a map of package to version, e.g. {"containerd": "1.6.20~ds1-1+deb12u3"}');
+  const pendingUpgrades = pendingConfig(get('pendingUpgrades'), targetsRaw);
+  if (targetsRaw === undefined && reboot.policy === 'never' && !pendingUpgrades) throw new ConfigError('targets', 'required unless the fleet reboots (reboot: always or if-required) or takes pendingUpgrades: a map of package to version, e.g. {"containerd": "1.6.20~ds1-1+deb12u3"}');
   const targetMap = targetsRaw === undefined ? {} : stringMap('targets', targetsRaw);
   let targets: Record<string, string> = {};
   try {
-    if (Object.keys(targetMap).length > 0 || reboot.policy === 'never') targets = parseTargets(Object.entries(targetMap).map(([p, v]) => `${p}=${v}`).join(','));
+    if (Object.keys(targetMap).length > 0 || (reboot.policy === 'never' && !pendingUpgrades)) targets = parseTargets(Object.entries(targetMap).map(([p, v]) => `${p}=${v}`).join(','));
   } catch (e) {
     throw new ConfigError('targets', (e as Error).message);
   }
@@ -165,12 +168,15 @@ export function parseFleetConfig(raw: Record<string, string>, { secretKeys }: Co
     throw new ConfigError('leaseNamespace', (e as Error).message);
   }
   const access = accessConfig(get('access'), { hooks: get('hooks'), rebootSentinelCommand: get('rebootSentinelCommand'), rebootCommand: get('rebootCommand'), metrics: get('metrics'), dockerExec: get('dockerExec') });
+  // The plan reads each node's pending upgrades over its session; an agent's facts do not carry them.
+  if (access === 'agent' && pendingUpgrades) throw new ConfigError('pendingUpgrades', 'is read over SSH as the fleet is planned, and not through the agents: give targets, or run `upgrade-node NODE --via agent --pending-upgrades` per node');
   return {
     access,
     agent: agentConfig(get('agent'), access),
     nodes: nodes as string[] | undefined,
     nodeSelector: nodeSelector as string | undefined,
     targets,
+    ...(pendingUpgrades ? { pendingUpgrades } : {}),
     reboot,
     ...blockingPodsConfig(get('blockingPodSelector'), get('blockingPodScope'), get('blockingPodTimeoutSeconds')),
     maxUnavailable: maxRaw,
@@ -207,6 +213,17 @@ function accessConfig(value: unknown, others: Record<string, unknown>): FleetCon
     }
   }
   return access;
+}
+
+/** pendingUpgrades: true (all that apt has pending) or {"origin": "Debian-Security"}; never beside targets. */
+function pendingConfig(raw: unknown, targets: unknown): FleetConfig['pendingUpgrades'] {
+  if (raw === undefined || raw === false) return undefined;
+  if (targets !== undefined) throw new ConfigError('pendingUpgrades', 'is instead of targets: give one of them');
+  if (raw === true) return {};
+  if (!isRecord(raw)) throw new ConfigError('pendingUpgrades', `must be true or {"origin": "Debian-Security"} (got ${JSON.stringify(raw)})`);
+  only('pendingUpgrades', raw, ['origin']);
+  if (typeof raw.origin !== 'string' || !/^[A-Za-z0-9._:/-]+$/.test(raw.origin)) throw new ConfigError('pendingUpgrades.origin', `must be an origin as apt-get -s prints it, e.g. Debian-Security (got ${JSON.stringify(raw.origin)})`);
+  return { origin: raw.origin };
 }
 
 /** reboot (never | always | if-required), rebootSentinelCommand (if-required only), rebootTimeoutSeconds, rebootCommand. */

@@ -79,6 +79,18 @@ describe('fleet stack config', () => {
     expect(() => parseFleetConfig({ ...base, 'node-maint:rebootCommand': '"reboot"' }, PLAIN)).toThrow(/node-maint:rebootCommand: is read only with reboot: always or if-required/);
   });
 
+  it("reads pendingUpgrades (all, or one origin's) instead of targets; never beside them, nor through the agents", () => {
+    const nodes = { 'node-maint:nodes': base['node-maint:nodes'] };
+    expect(parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': 'true' }, PLAIN)).toMatchObject({ targets: {}, pendingUpgrades: {} });
+    expect(parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': '{"origin":"Debian-Security"}' }, PLAIN).pendingUpgrades).toEqual({ origin: 'Debian-Security' });
+    expect(parseFleetConfig(base, PLAIN).pendingUpgrades).toBeUndefined();
+    expect(() => parseFleetConfig({ ...base, 'node-maint:pendingUpgrades': 'true' }, PLAIN)).toThrow(/node-maint:pendingUpgrades: is instead of targets: give one of them/);
+    expect(() => parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': '{"origin":"a b; reboot"}' }, PLAIN)).toThrow(/node-maint:pendingUpgrades.origin: must be an origin as apt-get -s prints it/);
+    expect(() => parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': '{"orign":"Debian"}' }, PLAIN)).toThrow(/orign/);
+    expect(() => parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': '"yes"' }, PLAIN)).toThrow(/node-maint:pendingUpgrades: must be true or/);
+    expect(() => parseFleetConfig({ ...nodes, 'node-maint:pendingUpgrades': 'true', 'node-maint:access': '"agent"' }, PLAIN)).toThrow(/node-maint:pendingUpgrades: is read over SSH as the fleet is planned, and not through the agents/);
+  });
+
   it('reads a blocking pod selector (node scope, 600 s by default); its scope and wait only with it', () => {
     expect(parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app in (backup, batch)"' }, PLAIN).blockingPods).toEqual({ selector: 'app in (backup, batch)', scope: 'node', timeoutSeconds: 600 });
     expect(parseFleetConfig({ ...base, 'node-maint:blockingPodSelector': '"app=backup"', 'node-maint:blockingPodScope': '"cluster"' }, PLAIN).blockingPods?.scope).toBe('cluster');

@@ -55,6 +55,20 @@ describe("a fleet node's run in the provider", () => {
     expect(calls).toEqual(['before n', 'upgrade n', 'after n true', 'notify http://127.0.0.1:1/hook upgraded']);
   });
 
+  it('a run that found nothing to do is said so, and soaks nothing: it changed nothing', async () => {
+    const soaks: number[] = [];
+    const lines: string[] = [];
+    const { deps } = fakeDeps({ ended: { result: 'nothing-to-do' } as Partial<RunReport> });
+    const counting = { ...deps, afterFleetNode: async (i: { soakSeconds?: number }) => void soaks.push(i.soakSeconds ?? -1) } as NodeRunDeps;
+    const options = { deps: counting, log: (l: string) => void lines.push(l), runs: new FleetRuns() };
+    const node = { ...(inputs as object), soakSeconds: 60, reboot: { policy: 'if-required', timeoutSeconds: 600 } };
+    expect(await runNode(node as never, options)).toMatchObject({ result: 'nothing-to-do' });
+    expect(lines).toContain('[n] nothing to do: its run read the node and found it at its targets, no reboot required');
+    const upgraded = fakeDeps();
+    await runNode(node as never, { ...options, deps: { ...upgraded.deps, afterFleetNode: counting.afterFleetNode } });
+    expect(soaks).toEqual([0, 60]);
+  });
+
   it('a blocking pod past its wait: the node is passed by with undrainable: skip, else the fleet stops there; never started', async () => {
     const why = 'timed out after 20s waiting for no pod matching app=backup on n: held by blocking pod(s) ns/backup-1 on n';
     const skip = fakeDeps({ blocked: why });
@@ -184,8 +198,14 @@ describe('check and diff (pure: `pulumi preview` changes nothing)', () => {
     const news = { node: 'n', targets: {}, observed: {}, reboot: { policy: 'if-required', timeoutSeconds: 600 } };
     expect((await diff('n', olds, news as never)).changes).toBe(false);
     expect((await diff('n', olds, { ...news, rebootWanted: '/var/run/reboot-required is there' } as never)).changes).toBe(true);
+    // Through the agents, old facts that say "no reboot" leave the question to the node's run (issue 43 item 4).
+    expect((await diff('n', olds, { ...news, rebootUnknown: 'no reboot required as of its facts' } as never)).changes).toBe(true);
     expect((await check(olds, news as never)).failures).toEqual([]);
-    expect((await check(olds, { ...news, reboot: { policy: 'never', timeoutSeconds: 600 } } as never)).failures).toEqual([{ property: 'targets', reason: 'targets are required unless the fleet reboots' }]);
+    expect((await check(olds, { ...news, reboot: { policy: 'never', timeoutSeconds: 600 } } as never)).failures).toEqual([{ property: 'targets', reason: 'targets are required unless the fleet reboots or takes pending upgrades' }]);
+    // With pendingUpgrades, a node with nothing pending has no targets, and is no change.
+    const idle = { ...news, reboot: { policy: 'never', timeoutSeconds: 600 }, pendingUpgrades: {} };
+    expect((await check(olds, idle as never)).failures).toEqual([]);
+    expect((await diff('n', olds, idle as never)).changes).toBe(false);
   });
 
   it('diff: a window, a pause, an order or a gate set after a node is done is no change', async () => {
