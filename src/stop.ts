@@ -17,6 +17,17 @@ export function stoppedError(signal: AbortSignal, detail = 'no further change wa
   return new RunbookError('stopped', `stopped by ${stopReason(signal)}: ${detail}`);
 }
 
+// The one process-wide fact of a stop: the run on the node itself (the agent's) has asked that node's reboot, so the
+// SIGTERM systemd sends as it shuts down is that reboot, not an operator's stop. Why, as the run says it; or nothing.
+let shutdownExpected: string | undefined;
+
+/** Said (or taken back) by the reboot step of a run on the node it reboots. */
+export function expectShutdown(why: string | undefined): void {
+  shutdownExpected = why;
+}
+
+export const expectedShutdown = () => shutdownExpected;
+
 /** Throws the stop at a safe point: before a change starts. */
 export function throwIfStopped(signal: AbortSignal): void {
   if (signal.aborted) throw stoppedError(signal);

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { StopSource } from '../stop.js';
+import { expectedShutdown, StopSource } from '../stop.js';
 
 // How an operator stops a run from a terminal, a CI job or a service manager: the first SIGINT, SIGTERM or SIGHUP asks
 // the run to stop at its next safe point (its report says where and what the node is like); a second one ends the
@@ -21,7 +21,8 @@ export function stopOnSignals(say: (line: string) => void, exit: (code: number) 
   let hurried = false;
   const handler = (name: NodeJS.Signals) => {
     if (!stop.signal.aborted) {
-      say(`node-maint: ${name} received: stopping at the next safe point (no new change starts; a command already running on the node gets a few seconds to finish there); send it again to end at once`);
+      const shutdown = name === 'SIGTERM' ? expectedShutdown() : undefined;
+      say(`node-maint: ${name} received: ${shutdown ?? 'stopping at the next safe point (no new change starts; a command already running on the node gets a few seconds to finish there); send it again to end at once'}`);
       stop.ask(name);
       return;
     }

@@ -4,6 +4,10 @@ import { run } from '../node/transport/index.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { stopKubeletForRollback } from './kubelet.js';
 import { waitUntil } from '../wait.js';
+import { expectShutdown, expectedShutdown, stoppedError } from '../stop.js';
+
+/** What a run on the node itself (the agent's) says of the shutdown its own reboot brings. */
+const OWN_SHUTDOWN = 'the node is shutting down for the reboot this run asked: the run goes on from its journal when its agent starts it again on the new boot';
 
 /** Why this run reboots the node, or undefined: --reboot always; --reboot-if-required when the node says so. */
 export async function rebootReason(ctx: RunContext): Promise<string | undefined> {
@@ -61,18 +65,24 @@ export const rebootNode: Step<StepPlan> = {
       await ctx.saveJournal();
     }
     const { before } = ctx.journal.reboot;
-    if (now === before) {
-      ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
-      await run(ctx.transport, rebootScript(ctx.options.rebootCommand, rebootOutcomeFile(ctx.runId)), { what: 'reboot' });
-      ctx.journal.reboot.asked = new Date().toISOString();
-      ctx.journal.reboot.command = ctx.options.rebootCommand;
-      await ctx.saveJournal();
-    }
-    const after = await waitForNewBoot(ctx, before).catch(async (e) => {
+    // On the node itself, the shutdown ends this process: its SIGTERM is the reboot asked, said so, never "stopped".
+    const local = ctx.transport.target === 'local';
+    if (local) expectShutdown(OWN_SHUTDOWN);
+    const after = await (async () => {
+      if (now === before) {
+        ctx.progress(`rebooting ${ctx.options.node}: ${ctx.options.rebootCommand}`);
+        await run(ctx.transport, rebootScript(ctx.options.rebootCommand, rebootOutcomeFile(ctx.runId)), { what: 'reboot' });
+        ctx.journal.reboot!.asked = new Date().toISOString();
+        ctx.journal.reboot!.command = ctx.options.rebootCommand;
+        await ctx.saveJournal();
+      }
+      return waitForNewBoot(ctx, before);
+    })().catch(async (e) => {
       // The command failed and the node answers on the boot it had: not rebooted, and rolled back as before a reboot.
       if (e instanceof RebootCommandFailed) await notRebooted(ctx);
+      if (local && ctx.stop.aborted && ctx.stop.reason === 'SIGTERM' && expectedShutdown()) throw stoppedError(ctx.stop, OWN_SHUTDOWN);
       throw e;
-    });
+    }).finally(() => local && expectShutdown(undefined));
     ctx.journal.reboot.after = after;
     // From when the reboot was asked, by whichever process of the run asked it: a resume's own wait may be 0 s. A run on
     // the node itself (the agent's) ends with the shutdown before it can record `asked`: its entry, written just

@@ -23,6 +23,12 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain(`node-maint: asked the agent on ${t.name} for: upgrade containerd=${version}, reboot always (MaintenanceRun ${t.name}); its output follows`);
       expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run [\\w-]+ is unfinished \\(running\\): continuing it`));
+      // The shutdown its own reboot brings is said as that, never as a stop (issue 43 item 4), and the agent's word on
+      // the new boot comes after what the run printed up to its reboot.
+      expect(r.stderr).toContain('SIGTERM received: the node is shutting down for the reboot this run asked: the run goes on from its journal');
+      expect(r.stderr).not.toMatch(/send it again to end at once|gave up waiting for/);
+      expect(r.stderr.indexOf(`rebooting ${t.name}: `)).toBeGreaterThan(-1);
+      expect(r.stderr.indexOf('is up on a new boot')).toBeGreaterThan(r.stderr.indexOf(`rebooting ${t.name}: `));
       const rep = report(r);
       // The report of the run's second start, on the new boot: it went on from its journal.
       expect(rep).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, reboot: { after: expect.any(String) }, audit: { verdict: 'clean', findings: 0 } });
