@@ -280,7 +280,7 @@ async function planFleet() {
   await refuseUnobserved(nodes.filter((n) => !notYet.has(n.metadata.name)), observed.filter((_, i) => !notYet.has(names[i]!)), config, fleet);
   // A version no node's sources offer fails here, in preview too, not in each node's preflight during `up`.
   // A node's own pending upgrades are offered by definition; an unfinished run's targets are its run's to finish.
-  const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' || config.pendingUpgrades ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, targetsOf(i))));
+  const unavailable = nodes.flatMap((n, i) => (typeof observed[i] === 'string' || config.pendingUpgrades ? [] : notOffered(n.metadata.name, observed[i] as ObservedNode, config.targets)));
   if (unavailable.length > 0) throw new ConfigError('targets', `not installable on ${unavailable.length} node(s), so no node is planned or changed: ${unavailable.join('; ')}`);
 
   // One list of every pod serves both the control-plane check (kube-system's static pods) and the pod counts.
