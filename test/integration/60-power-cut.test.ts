@@ -37,7 +37,7 @@ describe('a power cut under a run', () => {
   it.concurrent('over SSH, while dpkg unpacks (containerd): the run waits for the node, stops the boot\'s kubelet and tears down its sandboxes again, then finishes the install, the audit clean', onLeasedNode('containerd', async (t) => {
     const version = bed().containerd.faulty;
     await setFault(t, 'preinst-slow');
-      await clearFault(t, 'preinst-started');
+    await clearFault(t, 'preinst-started');
     const first = upgradeNode(upgradeArgs(t, version));
     await unpackStarted(t);
     await powerCut(t);
@@ -77,23 +77,24 @@ describe('a power cut under a run', () => {
     await expectServing(t, version);
   }));
 
-  it.concurrent('through the agent, while dpkg unpacks (docker): the agent, back on the new boot, continues the run from its journal; kubelet stopped and the boot\'s sandboxes (its own pod\'s too) torn down again before the install', onLeasedNode('docker', async (t) => {
-    const version = bed().containerd.faulty;
-    await withAgent(t, async () => {
-      await withoutSsh(t, async () => {
-      await setFault(t, 'preinst-slow');
-      await clearFault(t, 'preinst-started');
-      const run = upgradeNode([t.name, '--via', 'agent', '--output', 'json', '--ignore-daemonsets', '--delete-emptydir-data', '--force', '--grace-period', '5', '--kubeconfig', await requesterKubeconfig(), '--to', `containerd=${version}`]);
-      await unpackStarted(t);
-      await powerCut(t);
-      const installsUnderKubelet = await watchInstallsUnderKubelet(t);
-      const r = await run;
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run [\\w-]+ is unfinished \\(running\\): continuing it`));
-      expect(report(r)).toMatchObject({ mode: 'resume', undone: { why: 'boot', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
-      expect(await installsUnderKubelet()).toBe('');
-      });
+  // Both runtimes: the agent's own pod is a sandbox of the node's runtime, torn down again on the new boot.
+  for (const flavour of ['docker', 'containerd'] as const) {
+    it.concurrent(`through the agent, while dpkg unpacks (${flavour}): the agent, back on the new boot, continues the run from its journal; kubelet stopped and the boot's sandboxes (its own pod's too) torn down again before the install`, onLeasedNode(flavour, async (t) => {
+      const version = bed().containerd.faulty;
+      await withAgent(t, () => withoutSsh(t, async () => {
+        await setFault(t, 'preinst-slow');
+        await clearFault(t, 'preinst-started');
+        const run = upgradeNode([t.name, '--via', 'agent', '--output', 'json', '--ignore-daemonsets', '--delete-emptydir-data', '--force', '--grace-period', '5', '--kubeconfig', await requesterKubeconfig(), '--to', `containerd=${version}`]);
+        await unpackStarted(t);
+        await powerCut(t);
+        const installsUnderKubelet = await watchInstallsUnderKubelet(t);
+        const r = await run;
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stderr).toMatch(new RegExp(`node-maint agent: ${t.name} is up on a new boot, and its journal says run [\\w-]+ is unfinished \\(running\\): continuing it`));
+        expect(report(r)).toMatchObject({ mode: 'resume', undone: { why: 'boot', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
+        expect(await installsUnderKubelet()).toBe('');
+      }));
       await expectServing(t, version);
-    });
-  }));
+    }));
+  }
 });
