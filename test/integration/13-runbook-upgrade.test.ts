@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, DRAIN_FLAGS, kubectl, kubectlJson, nodeMaintEvents, upgradeNode, waitFor, watchNodeLabel } from './bed.js';
 import { FAULTS_DIR } from './faults.js';
@@ -103,7 +103,21 @@ describe('npm run demo (testbed/demo), as a newcomer runs it, twice on one node'
   it('moves containerd up, then back down, each run named for what it did, and says where its time went', async () => {
     const demo = () => promisify(execFile)('bash', ['testbed/demo'], { env: { ...process.env, NODE_MAINT_DEMO_NODE: t.name }, maxBuffer: 64 * 2 ** 20, timeout: 900_000 });
     const { old, new: next } = bed().containerd;
-    const up = await demo();
+    // The suite's other files read the bed's kubeconfig and env.json while the demo's testbed/up writes them again:
+    // never seen emptied or cut (a truncating write once failed a fleet's gate with "cannot load the kubeconfig").
+    const files = [bed().kubeconfig, join(dirname(bed().kubeconfig), 'env.json')];
+    const whole = files.map((f) => readFileSync(f, 'utf8'));
+    let reads = 0;
+    const torn = new Set<string>();
+    const reader = setInterval(() => {
+      for (const [i, f] of files.entries()) {
+        reads++;
+        const text = readFileSync(f, 'utf8');
+        if (text.length < whole[i]!.length / 2) torn.add(`${f}: ${text.length} of ${whole[i]!.length} bytes`);
+      }
+    }, 1);
+    const up = await demo().finally(() => clearInterval(reader));
+    expect([...torn], `${reads} reads`).toEqual([]);
     expect(up.stdout).toContain(`demo: containerd ${old} -> ${next} on ${t.name}`);
     expect(up.stdout).toMatch(new RegExp(`Run on node ${t.name}: upgraded \\(exit 0\\)`));
     expect(up.stderr).toMatch(/demo: exit 0 in \d+s: npm \d+s, the bed \d+s \(testbed\/up --demo; its split above\), the runbook \d+s\. The bed keeps running: bash testbed\/down stops it/);

@@ -50,6 +50,9 @@ BED_DOCKER_ROOT="$TB_STATE/bed-docker"
 BED_DOCKER="docker -H unix://$BED_DOCKER_SOCK"
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+# write_atomically FILE [MODE] < CONTENT: readers (a suite's runs, while a demo's testbed/up writes the bed's files
+# again) see the old file or the new one, never the emptied one a `> FILE` leaves while its content is made.
+write_atomically() { local tmp="$1.tmp.$$"; cat > "$tmp" && chmod "${2:-644}" "$tmp" && mv -f "$tmp" "$1"; }
 
 # A bed-owned background process: started detached, its PID and start time recorded, so that down ends exactly it
 # and a machine restored from a snapshot (dead processes, stale PID files) is never mistaken for a running bed.

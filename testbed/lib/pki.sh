@@ -34,7 +34,7 @@ make_pki() {
 # write_kubeconfig FILE CERT_NAME [SERVER]: a kubeconfig with embedded credentials.
 write_kubeconfig() {
   local file=$1 cert=$2 server=${3:-$APISERVER_URL}
-  cat > "$file" <<KC
+  write_atomically "$file" 600 <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -52,5 +52,4 @@ contexts:
   context: {cluster: testbed, user: $cert}
 current-context: testbed
 KC
-  chmod 600 "$file"
 }

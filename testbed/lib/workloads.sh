@@ -31,5 +31,5 @@ write_env() {
     '{kubeconfig: $kc, sshKey: $key, knownHosts: $kh, sshUser: $user, bedDockerHost: $bed, kubectl: $kubectl,
       pulumiDir: $pulumi, pulumiKubernetes: {plugin: $pulumiKubernetes, version: $pulumiKubernetesVersion}, run: $run, containerd: {old: $old, new: $new, faulty: $faulty}, docker: {old: $dockerOld, new: $dockerNew},
       nodes: $nodes, kind: $kind, prometheus: $prometheus, textfileDir: $textfileDir, cnitool: $cnitool, whereabouts: $whereabouts,
-      calico: {calicoctl: $calicoctl, pool: $calicoPool}}' > "$TB_STATE/env.json"
+      calico: {calicoctl: $calicoctl, pool: $calicoPool}}' | write_atomically "$TB_STATE/env.json"
 }
