@@ -1,3 +1,4 @@
+import { ORIGIN_PATTERN } from '../node/packages/pending.js';
 import { load } from 'js-yaml';
 import { usageError } from '../errors.js';
 import { validateLeaseNamespace } from '../runbook/options.js';
@@ -52,7 +53,7 @@ const DEFAULTS: AgentPolicy = {
 };
 
 const PACKAGE = /^[a-z0-9][a-z0-9+.-]{0,127}$/;
-const ORIGIN = /^[A-Za-z0-9._:/-]{1,128}$/;
+const ORIGIN = ORIGIN_PATTERN;
 
 /** The policy from its file's text; a key it does not know, or a value of the wrong kind, is an error (never ignored). */
 export function parsePolicy(text: string): AgentPolicy {

@@ -1,3 +1,4 @@
+import { ORIGIN_PATTERN } from '../node/packages/pending.js';
 import { usageError } from '../errors.js';
 import type { DrainOptions } from '../cluster/drain/filters.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, PROOF_LEVELS, REBOOT_POLICIES, validateNodeName, type ProofLevel, type RebootPolicy, type RunOptions } from '../runbook/options.js';
@@ -131,7 +132,7 @@ function readUpgrade(u: Record<string, unknown>, problems: Problems): void {
   }
   if (u.pendingUpgrades !== undefined) {
     const p = u.pendingUpgrades;
-    if (!isObject(p) || (p.origin !== undefined && (typeof p.origin !== 'string' || !/^[A-Za-z0-9._:/-]{1,128}$/.test(p.origin)))) problems.push('spec.upgrade.pendingUpgrades must be {} or {origin: an origin as apt prints it}');
+    if (!isObject(p) || (p.origin !== undefined && (typeof p.origin !== 'string' || !ORIGIN_PATTERN.test(p.origin)))) problems.push('spec.upgrade.pendingUpgrades must be {} or {origin: an origin as apt prints it}');
     else unknownKeys('spec.upgrade.pendingUpgrades', p, ['origin'], problems);
     if (Array.isArray(u.targets) && u.targets.length > 0) problems.push('spec.upgrade.pendingUpgrades and targets do not go together: the pending upgrades are the targets');
   }

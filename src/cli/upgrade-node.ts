@@ -1,3 +1,4 @@
+import { ORIGIN_PATTERN } from '../node/packages/pending.js';
 import type { Transport } from '../node/transport/index.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, PROOF_LEVELS, type ProofLevel, type RunOptions } from '../runbook/options.js';
 import { HOOK_FLAGS, type HookPoint } from '../runbook/hooks.js';
@@ -167,7 +168,7 @@ function parsePending(values: Record<string, unknown>): { origin?: string } | un
     return undefined;
   }
   if (values.to !== undefined) throw usageError('--pending-upgrades and --to do not go together: the pending upgrades are the targets');
-  if (origin !== undefined && !/^[A-Za-z0-9._:/-]+$/.test(origin)) throw usageError(`invalid --pending-origin ${JSON.stringify(origin)}: an origin as apt-get -s prints it, e.g. Debian-Security`);
+  if (origin !== undefined && !ORIGIN_PATTERN.test(origin)) throw usageError(`invalid --pending-origin ${JSON.stringify(origin)}: an origin as apt-get -s prints it, e.g. Debian-Security`);
   return { origin };
 }
 

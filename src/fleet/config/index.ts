@@ -1,3 +1,4 @@
+import { ORIGIN_PATTERN } from '../../node/packages/pending.js';
 import { DEFAULT_DRAIN_OPTIONS, type DrainOptions } from '../../cluster/drain/filters.js';
 import type { Hooks } from '../../runbook/hooks.js';
 import { DEFAULT_RUN_OPTIONS, parseTargets, REBOOT_POLICIES, validateLeaseNamespace, validateNodeName, type RebootPolicy } from '../../runbook/options.js';
@@ -222,7 +223,7 @@ function pendingConfig(raw: unknown, targets: unknown): FleetConfig['pendingUpgr
   if (raw === true) return {};
   if (!isRecord(raw)) throw new ConfigError('pendingUpgrades', `must be true or {"origin": "Debian-Security"} (got ${JSON.stringify(raw)})`);
   only('pendingUpgrades', raw, ['origin']);
-  if (typeof raw.origin !== 'string' || !/^[A-Za-z0-9._:/-]+$/.test(raw.origin)) throw new ConfigError('pendingUpgrades.origin', `must be an origin as apt-get -s prints it, e.g. Debian-Security (got ${JSON.stringify(raw.origin)})`);
+  if (typeof raw.origin !== 'string' || !ORIGIN_PATTERN.test(raw.origin)) throw new ConfigError('pendingUpgrades.origin', `must be an origin as apt-get -s prints it, e.g. Debian-Security (got ${JSON.stringify(raw.origin)})`);
   return { origin: raw.origin };
 }
 

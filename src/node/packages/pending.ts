@@ -2,6 +2,9 @@
 // simulation (`apt-get -s upgrade`: held packages kept back, nothing new installed or removed, no lock taken), then
 // installed, kept for rollback and proven like any --to.
 
+/** An origin as apt-get -s names it beside a version (Debian-Security:12/stable-security): what a request may pick. */
+export const ORIGIN_PATTERN = /^[A-Za-z0-9._:/-]{1,128}$/;
+
 /** apt's simulation of `apt-get upgrade` (read-only). */
 export const PENDING_UPGRADES_SCRIPT = 'LC_ALL=C apt-get -s -q upgrade 2>&1';
 
