@@ -21,6 +21,14 @@ export async function uninstallFromNode(host: Host = realHost, dirs = [realHost.
   return `uninstalled: ${dirs.join(' and ')} removed${units.length > 0 ? ` (and the ended units ${units.join(', ')})` : ''}`;
 }
 
+/**
+ * Never settles, and holds the process: a bare pending promise empties the event loop, Node exits (13), kubelet starts
+ * the container again, and the runtime makes the host folders of its mounts again, which the uninstall just removed.
+ */
+export function waitToBeRemoved(): Promise<never> {
+  return new Promise<never>(() => setInterval(() => undefined, 2 ** 31 - 1));
+}
+
 /** How often a refused uninstall is tried again (a run under way ends; the uninstaller, run again, reads the news). */
 const RETRY_MS = 30_000;
 
@@ -31,7 +39,7 @@ export async function uninstallMain(cluster: Cluster, node: string, log: (line: 
     log(outcome);
     const facts: NodeFacts = { node, at: new Date().toISOString(), installed: {}, offered: {}, uninstall: outcome };
     await publishFacts(cluster, facts).catch((e: unknown) => log(`could not say so in the node's facts: ${messageOf(e)}`));
-    if (outcome.startsWith('uninstalled')) return new Promise<never>(() => undefined);
+    if (outcome.startsWith('uninstalled')) return waitToBeRemoved();
     await new Promise((r) => setTimeout(r, RETRY_MS));
   }
 }

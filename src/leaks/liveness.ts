@@ -7,6 +7,8 @@ import type { NodeState } from '../node/state/types.js';
 // CNI cache entries whose netns still exists, pod IPs from the API, live network namespaces.
 export interface Liveness {
   sandboxIds: Set<string>;
+  /** The sandboxes that run (a stopped one's network was torn down by its stop: it holds no address any more). */
+  readySandboxIds: Set<string>;
   /** Network namespace names and paths that exist. */
   netns: Set<string>;
   /** IPs (canonical form) that pods bound to this node (and not finished) claim, to the pod. */
@@ -43,6 +45,7 @@ export function liveness(state: NodeState, pods: Pod[] | undefined): Liveness {
   }
   return {
     sandboxIds: new Set(state.sandboxes.map((s) => s.id)),
+    readySandboxIds: new Set(state.sandboxes.filter((s) => s.ready).map((s) => s.id)),
     netns,
     podIps: podIpMap,
     terminatingPods: terminating,

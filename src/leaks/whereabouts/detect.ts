@@ -29,7 +29,9 @@ export function detectWhereaboutsLeaks(view: WhereaboutsView, live: Liveness, po
       const inFlight = !isTerminal(pod) && podIps(pod).length === 0 && !pod.metadata.deletionTimestamp;
       if (inFlight || ownerAlive(live, a.containerId, a.ip)) continue;
       node.push(leak(a, `${a.podRef}, bound here, whose sandbox is gone`));
-    } else if (!podsOnNode || held) {
+    } else if (!podsOnNode || live.readySandboxIds.has(a.containerId) || live.attachedContainers.has(a.containerId)) {
+      // A gone pod's sandbox left stopped here (kubelet removes it later) ran its DEL at its stop, which whereabouts
+      // dropped: it holds the address no more. One that runs, or whose network namespace is still there, does.
       continue;
     } else if (view.pods && !view.pods.has(a.podRef)) {
       cluster.push(leak(a, `${a.podRef}, which no longer exists`));

@@ -72,6 +72,12 @@ describe('whereabouts leaks', () => {
     expect(found(live, v)).toEqual({ node: [], cluster: ['10.210.0.20 demo/gone'] });
   });
 
+  it("a gone pod's sandbox left stopped here holds its allocation no more; one that runs still does", () => {
+    const v = view([pool({ '11': [1, 'demo/p1'], '20': [8, 'demo/gone'] })], ['demo/p1']);
+    const left = (ready: boolean) => emptyState({ sandboxes: [sandbox(1, 'p1'), { ...sandbox(8, 'gone'), ready, pid: ready ? 108 : 0 }] });
+    expect([found(left(false), v).cluster, found(left(true), v).cluster]).toEqual([['10.210.0.20 demo/gone'], []]);
+  });
+
   it("an allocation of a pod on another node is not judged (its sandboxes are that node's)", () => {
     expect(found(live, view([pool({ '11': [1, 'demo/p1'], '30': [7, 'demo/elsewhere'] })], ['demo/p1', 'demo/elsewhere']))).toEqual({ node: [], cluster: [] });
   });
