@@ -204,7 +204,7 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
     }
   });
 
-  it("the agent on a kind worker, installed and removed as the docs say (one command each): its image in the node's containerd, the audit and a dry run started as units of the node's systemd, no docker exec; nothing of it left after", async () => {
+  it("the agent on a kind worker, installed and removed as the docs say (one command each): its image in the node's containerd, the audit and containerd's upgrade run as units of the node's systemd (the agent's own pod torn down and back), no docker exec; nothing of it left after", async () => {
     const worker = kind().workers[0]!;
     await resetWorker(worker);
     // A caller with the shipped requester's rights on kind, never its admin.
@@ -215,13 +215,18 @@ describe('a real kind cluster: real systemd, real kubelet, Debian containerd', (
       const audit = await auditNode([worker, ...through]);
       expect(audit.code, audit.stderr).toBe(0);
       expect(JSON.parse(audit.stdout)).toMatchObject({ node: worker, verdict: 'clean' });
-      const plan = await upgradeNode([worker, '--to', `containerd=${bed().containerd.new}`, '--dry-run', ...DRAIN_FLAGS, ...through]);
-      expect(plan.code, plan.stderr).toBe(0);
-      expect(JSON.parse(plan.stdout)).toMatchObject({ node: worker, dryRun: true, exitCode: 0, versions: { before: { containerd: bed().containerd.old } } });
-      // The runs were the node's own units (their output files are the agent's), and the dry run changed nothing.
+      const agentSandbox = async () => (await onNode(worker, 'crictl pods -q --state ready --namespace node-maint')).trim();
+      const sandboxBefore = await agentSandbox();
+      const run = await upgradeNode([worker, '--to', `containerd=${bed().containerd.new}`, ...DRAIN_FLAGS, ...through]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ node: worker, result: 'upgraded', exitCode: 0, audit: { verdict: 'clean', findings: 0 } });
+      // The runs were the node's own units (their output files are the agent's).
       expect(await onNode(worker, 'ls /var/lib/node-maint/agent/runs | grep -c "[.]out$"')).toMatch(/^[2-9]/);
-      expect(await containerd(worker)).toBe(`${bed().containerd.old} hi`);
+      expect(await containerd(worker)).toBe(`${bed().containerd.new} hi`);
       expect(JSON.parse(await kindKubectl('get', 'node', worker, '-o', 'json')).spec.unschedulable).toBeUndefined();
+      // The agent's own sandbox went with the others; kubelet made it a new one, in which the agent is back.
+      expect(sandboxBefore).toMatch(/^[0-9a-f]+$/);
+      await waitFor(async () => !['', sandboxBefore].includes(await agentSandbox()), 120_000, "the agent's pod in a new sandbox");
     });
   });
 });
