@@ -15,6 +15,8 @@ export interface Liveness {
   podIps: Map<string, string>;
   /** Pods being deleted: their network may already be released while their status still shows the IP. */
   terminatingPods: Set<string>;
+  /** Pods (namespace/name) the runtime runs a sandbox for: a pod without one claims only the IP of a gone sandbox. */
+  podsRunning: Set<string>;
   /** Container IDs whose CNI cache entry points at a netns that exists. */
   attachedContainers: Set<string>;
   /** Whether the runtime answered; if not, nothing may be judged dead by its absence from the runtime. */
@@ -49,6 +51,7 @@ export function liveness(state: NodeState, pods: Pod[] | undefined): Liveness {
     netns,
     podIps: podIpMap,
     terminatingPods: terminating,
+    podsRunning: new Set(state.sandboxes.filter((s) => s.ready).map((s) => `${s.namespace}/${s.name}`)),
     attachedContainers: attached,
     runtimeKnown: state.runtimeReachable,
     podsKnown: pods !== undefined,

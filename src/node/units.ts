@@ -31,3 +31,28 @@ export function parseUnitStates(text: string): Map<string, boolean> {
   }
   return states;
 }
+
+/** What a unit is doing: running, starting (activating, or a start job queued), stopping, or stopped. */
+export type UnitRun = 'running' | 'starting' | 'stopping' | 'stopped';
+
+/**
+ * Prints "unit ActiveState JobId" per unit. A unit can be "inactive" to is-active while a start job waits for it
+ * (the boot's, behind the runtime it comes after): systemd starts it later unless a stop replaces that job.
+ */
+export function unitRunsScript(units: string[]): string {
+  const show = (u: string, p: string) => `$(systemctl show -p ${p} --value ${command(u)} 2>/dev/null || true)`;
+  return units.map((u) => `printf '%s %s %s\\n' ${command(u)} "${show(u, 'ActiveState')}" "${show(u, 'Job')}"`).join('; ');
+}
+
+export function parseUnitRuns(text: string): Map<string, UnitRun> {
+  const runs = new Map<string, UnitRun>();
+  for (const line of text.split('\n')) {
+    const [unit, state = '', job = ''] = line.trim().split(/\s+/);
+    if (!unit) continue;
+    if (state === 'active' || state === 'reloading') runs.set(unit, 'running');
+    else if (state === 'activating' || job !== '') runs.set(unit, 'starting');
+    else if (state === 'deactivating') runs.set(unit, 'stopping');
+    else runs.set(unit, 'stopped');
+  }
+  return runs;
+}

@@ -1,5 +1,5 @@
 import { bootIdentity, shortBoot } from '../node/reboot.js';
-import { kubeletActive, startKubeletAndWait, stopKubeletForRollback } from '../steps/kubelet.js';
+import { kubeletActive, kubeletRun, startKubeletAndWait, stopKubeletForRollback } from '../steps/kubelet.js';
 import { STEPS } from '../steps/index.js';
 import type { EventSink } from './events.js';
 import { undoneByBoot } from './journal.js';
@@ -29,10 +29,10 @@ export async function stepsUndone(ctx: RunContext, report: RunReport): Promise<s
   if (byBoot.length > 0) {
     const before = journal.steps[byBoot[0]!]!.boot!;
     report.undone = { why: 'boot', before, after: ctx.boot.now!, redone: byBoot };
-    ctx.progress(`${options.node} booted since it was worked on (boot ${shortBoot(before)} -> ${shortBoot(ctx.boot.now!)}), not by this run: kubelet runs again and set up sandboxes; done again before the runtime is touched: ${byBoot.join(', ')}`);
+    ctx.progress(`${options.node} booted since it was worked on (boot ${shortBoot(before)} -> ${shortBoot(ctx.boot.now!)}), not by this run: systemd starts kubelet at boot, which sets up sandboxes; done again before the runtime is touched: ${byBoot.join(', ')}`);
     return byBoot;
   }
-  if (journal.reboot?.asked || journal.steps['start-kubelet'] || journal.steps['stop-kubelet']?.status !== 'done' || !(await kubeletActive(ctx))) return [];
+  if (journal.reboot?.asked || journal.steps['start-kubelet'] || journal.steps['stop-kubelet']?.status !== 'done' || (await kubeletRun(ctx)) === 'stopped') return [];
   const redo = BOOT_UNDONE.filter((n) => journal.steps[n]?.status === 'done');
   report.undone = { why: 'kubelet', redone: redo };
   ctx.progress(`kubelet runs on ${options.node} again though this run stopped it (started by hand?): done again before the runtime is touched: ${redo.join(', ')}`);
@@ -42,7 +42,7 @@ export async function stepsUndone(ctx: RunContext, report: RunReport): Promise<s
 /** Before a rollback reinstalls: the kubelet a boot started again stopped, and what it set up torn down by CNI DEL. */
 export async function stopWhatABootStarted(ctx: RunContext, report: RunReport, emit: EventSink): Promise<void> {
   await readBoot(ctx);
-  if (undoneByBoot(ctx.journal, ['stop-kubelet'], ctx.boot.now).length === 0 || !(await kubeletActive(ctx))) return;
+  if (undoneByBoot(ctx.journal, ['stop-kubelet'], ctx.boot.now).length === 0 || (await kubeletRun(ctx)) === 'stopped') return;
   const summary = `${ctx.options.node} booted since the run stopped kubelet, not by this run: ${await stopKubeletForRollback(ctx)}`;
   report.rollback.push({ step: 'boot', status: 'done', summary });
   emit({ type: 'rollback', phase: 'done', step: 'boot', summary });

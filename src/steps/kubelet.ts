@@ -1,7 +1,7 @@
 import { getNode, isReady, podCidr, readyMessage, readyPostedAt } from '../cluster/nodes.js';
 import { RunbookError } from '../errors.js';
 import { ownPidsScript } from '../node/processes.js';
-import { parseUnitStates, startUnitsScript, stopUnitsScript, unitStatesScript } from '../node/units.js';
+import { parseUnitRuns, parseUnitStates, startUnitsScript, stopUnitsScript, unitRunsScript, unitStatesScript, type UnitRun } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import { kubeletUnitOf } from '../runbook/journal.js';
 import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js';
@@ -12,6 +12,22 @@ export async function kubeletActive(ctx: RunContext): Promise<boolean> {
   const unit = kubeletUnitOf(ctx.journal);
   return parseUnitStates(await run(ctx.reader, unitStatesScript([unit]))).get(unit) === true;
 }
+
+/**
+ * Whether kubelet runs or will: a start the boot queued behind the runtime, or Restart='s next try, is "inactive" to
+ * is-active and starts kubelet later, under whatever the run does meanwhile.
+ */
+export async function kubeletRun(ctx: RunContext): Promise<UnitRun> {
+  const unit = kubeletUnitOf(ctx.journal);
+  return parseUnitRuns(await run(ctx.reader, unitRunsScript([unit]))).get(unit) ?? 'stopped';
+}
+
+const RUN_WORDS: Record<UnitRun, string> = {
+  running: 'kubelet runs',
+  starting: 'kubelet is starting (a start queued by the boot, or a restart due)',
+  stopping: 'kubelet is stopping',
+  stopped: 'kubelet is not running',
+};
 
 /**
  * Starts kubelet; returns when the kubelet that now runs started, by the node's clock (ms, whole seconds), which kubelet
@@ -60,18 +76,26 @@ export async function startKubeletAndWait(ctx: RunContext): Promise<string> {
 }
 
 /** Kubelet stopped, so nothing recreates sandboxes or runs garbage collection while the node is worked on. */
+/** Throws when kubelet runs or will: the runtime changed under it loses sandboxes without a CNI DEL. */
+export async function expectKubeletStopped(ctx: RunContext, what: string): Promise<void> {
+  const now = await kubeletRun(ctx);
+  if (now !== 'stopped') throw new Error(`${RUN_WORDS[now]} on ${ctx.options.node}: nothing ${what} under it; stop kubelet (and let the rollback tear down what it set up) first`);
+}
+
 export const stopKubelet: Step = {
   name: 'stop-kubelet',
   title: 'Stop kubelet',
   undoneByBoot: true,
   undo: 'start kubelet if it ran before the run, and wait for the node to be Ready',
   async plan(ctx) {
-    if (!(await kubeletActive(ctx))) return { actions: [], summary: 'kubelet is not running' };
-    return { actions: [`systemctl stop ${kubeletUnitOf(ctx.journal)}`], summary: 'will stop kubelet' };
+    const now = await kubeletRun(ctx);
+    if (now === 'stopped') return { actions: [], summary: RUN_WORDS.stopped };
+    return { actions: [`systemctl stop ${kubeletUnitOf(ctx.journal)}`], summary: now === 'running' ? 'will stop kubelet' : `will stop kubelet (${RUN_WORDS[now]})`, detail: { was: now } };
   },
-  async apply(ctx) {
+  async apply(ctx, plan) {
     await stopKubeletAndWait(ctx);
-    return 'kubelet stopped';
+    const was = plan.detail?.was as UnitRun | undefined;
+    return was === 'starting' ? `kubelet stopped (${RUN_WORDS.starting}: cancelled)` : 'kubelet stopped';
   },
   async verify(ctx) {
     await waitUntilKubeletGone(ctx);
@@ -134,9 +158,9 @@ export const startKubelet: Step = {
 export async function stopKubeletForRollback(ctx: RunContext): Promise<string> {
   // Stopped whatever is-active says: a kubelet that fails to start is "activating" between systemd's restarts, and
   // systemd would start it again in the middle of the runtime's reinstall.
-  const wasActive = await kubeletActive(ctx);
+  const was = await kubeletRun(ctx);
   await stopKubeletAndWait(ctx);
-  const stopped = wasActive ? 'kubelet stopped for the runtime rollback' : 'kubelet stopped for the runtime rollback (it was not active; a pending restart cancelled)';
+  const stopped = was === 'running' ? 'kubelet stopped for the runtime rollback' : `kubelet stopped for the runtime rollback (${RUN_WORDS[was]}${was === 'stopped' ? '' : ': cancelled'})`;
   return `${stopped}${await tearDownWhatKubeletStarted(ctx)}`;
 }
 

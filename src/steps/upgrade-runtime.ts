@@ -7,7 +7,7 @@ import { run } from '../node/transport/index.js';
 import { priorVersions, runtimeUnitsOf } from '../runbook/journal.js';
 import { PACKAGES } from '../node/state/gather.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
-import { kubeletActive } from './kubelet.js';
+import { expectKubeletStopped } from './kubelet.js';
 
 export interface UpgradePlan extends StepPlan {
   install: Record<string, string>;
@@ -144,6 +144,8 @@ export const upgradeRuntime: Step<UpgradePlan> = {
   async apply(ctx, plan) {
     if (Object.keys(plan.install).length > 0) {
       // What apt changes alongside (shown in preflight's plan) is kept too: a rollback puts each one back.
+      // A kubelet started since stop-kubelet (the boot's, late behind the runtime) would lose its sandboxes' network.
+      await expectKubeletStopped(ctx, 'installed');
       await keepPriorDebs(ctx, [...Object.keys(plan.install), ...Object.keys(ctx.journal.prior?.alongside ?? {})]);
       await install(ctx, plan.install, plan.units);
     }
@@ -162,7 +164,7 @@ export const upgradeRuntime: Step<UpgradePlan> = {
     const back = Object.fromEntries(Object.entries(prior).filter(([p, v]) => installed[p] !== v));
     if (Object.keys(back).length > 0) {
       // The runtime under a running kubelet loses its sandboxes without a CNI DEL: the leak this tool exists to prevent.
-      if (await kubeletActive(ctx)) throw new Error(`kubelet runs on ${ctx.options.node}: nothing reinstalled under it; stop kubelet (and let the rollback tear down what it set up) first`);
+      await expectKubeletStopped(ctx, 'reinstalled');
       const files = await keptDebsOnNode(ctx, Object.keys(back));
       await install(ctx, back, units, files);
       const wrong = await notInstalled(ctx, back);

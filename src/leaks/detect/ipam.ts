@@ -28,12 +28,15 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: stri
 
   // The reverse: a pod bound here claims an IP of this node's ranges that no allocator on this node reserved. A
   // terminating pod's status keeps its IP after the teardown released it (until the pod object is gone): not a leak.
+  // Nor does a pod's whose sandbox is gone (torn down under a stopped kubelet): its status keeps the IP until kubelet
+  // sets up its new sandbox, and nothing on the node uses the address meanwhile.
   const inNodeRange = [...podCidrs, ...ranges.flatMap((r) => (r.cidr === null ? [] : [r.cidr]))].map(cidrContains);
   if (state.ipam.length > 0 && inNodeRange.length === 0) {
     unverifiable.push("pod IPs without a reservation were not checked: the node's pod ranges are unknown (no PodCIDR, no host-local range found)");
   } else if (state.ipam.length > 0) {
     for (const [ip, pod] of live.podIps) {
       if (reserved.has(ip) || !inNodeRange.some((inRange) => inRange(ip)) || live.terminatingPods.has(pod)) continue;
+      if (live.runtimeKnown && !live.podsRunning.has(pod)) continue;
       findings.push({
         class: 'pod-ip-unallocated',
         severity: 'leak',

@@ -92,15 +92,24 @@ describe('leak audit', () => {
   it('finds a pod IP with no reservation, and two allocators over one PodCIDR', () => {
     const state = kubenetNode(2, 0);
     state.ipam.push({ network: 'cbr0', path: '/var/lib/cni/networks/cbr0', reservations: [{ network: 'cbr0', ip: '10.253.6.130', path: '/var/lib/cni/networks/cbr0/10.253.6.130', containerId: id(1), ifName: 'eth0', mtime: 0 }], lastReserved: {} });
-    const classes = audit(state, [podOn('x', '10.253.6.200')]).findings.map((f) => f.class).sort();
+    const classes = audit(state, [podOn('p0', '10.253.6.200')]).findings.map((f) => f.class).sort();
     expect(classes).toEqual(['duplicate-network-dir', 'pod-ip-unallocated']);
+  });
+
+  it("does not count the IP a pod's gone sandbox had (kubelet stopped, its network torn down): nothing uses it", () => {
+    const state = kubenetNode(1, 0);
+    const stale = podOn('p0', '10.253.6.200');
+    expect(audit(state, [stale]).findings.map((f) => f.class)).toEqual(['pod-ip-unallocated']);
+    state.sandboxes[0]!.ready = false;
+    expect(audit(state, [stale]).findings).toEqual([]);
+    expect(audit(kubenetNode(0, 0), [stale]).findings).toEqual([]);
   });
 
   it('does not count the IP of a terminating pod whose network was already released', () => {
     const state = kubenetNode(2, 0);
     const going = podOn('going', '10.253.6.200', { deletionTimestamp: new Date(state.now * 1000).toISOString(), deletionGracePeriodSeconds: 30 });
     expect(audit(state, [going]).findings).toEqual([]);
-    expect(audit(state, [podOn('staying', '10.253.6.200')]).findings.map((f) => f.class)).toEqual(['pod-ip-unallocated']);
+    expect(audit(state, [podOn('p0', '10.253.6.200')]).findings.map((f) => f.class)).toEqual(['pod-ip-unallocated']);
   });
 
   it('finds pinned network namespaces nothing refers to', () => {

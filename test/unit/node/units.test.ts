@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { servicesOfUpgrade } from '../../../src/node/runtime/flavor.js';
-import { startUnitsScript, stopUnitsScript } from '../../../src/node/units.js';
+import { parseUnitRuns, startUnitsScript, stopUnitsScript, unitRunsScript } from '../../../src/node/units.js';
 
 // The scripts run by sh against a systemctl that records its calls: docker is socket-activated, containerd is not.
 function runWithSystemctl(script: string, options: { socketEnabled?: boolean; failStop?: string } = {}): { calls: string[]; code: number } {
@@ -55,5 +55,19 @@ describe('the services an upgrade restarts', () => {
     expect(servicesOfUpgrade('containerd', ['containerd'])).toEqual(['containerd']);
     expect(servicesOfUpgrade('containerd', ['docker.io'])).toEqual(['containerd', 'docker']);
     expect(servicesOfUpgrade('cri-dockerd', ['containerd'])).toEqual(['containerd', 'docker', 'cri-docker']);
+  });
+});
+
+describe('whether a unit runs or will', () => {
+  // As systemd 252 answers `show -p P --value`: a start queued behind another unit is inactive, with a job.
+  const states: Record<string, [string, string]> = { a: ['active', ''], queued: ['inactive', '205'], retry: ['activating', '159'], down: ['inactive', ''], failed: ['failed', ''], going: ['deactivating', ''] };
+  it('calls a unit whose start the boot queued "starting", though is-active says inactive', () => {
+    const dir = mkdtempSync('/tmp/units-test-');
+    const cases = Object.entries(states).map(([u, [state, job]]) => `"show -p ActiveState --value ${u}") echo ${state} ;; "show -p Job --value ${u}") echo "${job}" ;;`);
+    writeFileSync(join(dir, 'systemctl'), `#!/bin/sh\ncase "$*" in\n${cases.join('\n')}\nesac\n`);
+    chmodSync(join(dir, 'systemctl'), 0o755);
+    const out = execFileSync('sh', ['-c', unitRunsScript(Object.keys(states))], { env: { PATH: `${dir}:/usr/bin:/bin` } }).toString();
+    rmSync(dir, { recursive: true });
+    expect(Object.fromEntries(parseUnitRuns(out))).toEqual({ a: 'running', queued: 'starting', retry: 'starting', down: 'stopped', failed: 'stopped', going: 'stopping' });
   });
 });
