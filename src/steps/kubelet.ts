@@ -75,13 +75,13 @@ export async function startKubeletAndWait(ctx: RunContext): Promise<string> {
   return waitUntilNodeReady(ctx, await startKubeletUnit(ctx));
 }
 
-/** Kubelet stopped, so nothing recreates sandboxes or runs garbage collection while the node is worked on. */
 /** Throws when kubelet runs or will: the runtime changed under it loses sandboxes without a CNI DEL. */
 export async function expectKubeletStopped(ctx: RunContext, what: string): Promise<void> {
   const now = await kubeletRun(ctx);
   if (now !== 'stopped') throw new Error(`${RUN_WORDS[now]} on ${ctx.options.node}: nothing ${what} under it; stop kubelet (and let the rollback tear down what it set up) first`);
 }
 
+/** Kubelet stopped, so nothing recreates sandboxes or runs garbage collection while the node is worked on. */
 export const stopKubelet: Step = {
   name: 'stop-kubelet',
   title: 'Stop kubelet',
@@ -160,7 +160,7 @@ export async function stopKubeletForRollback(ctx: RunContext): Promise<string> {
   // systemd would start it again in the middle of the runtime's reinstall.
   const was = await kubeletRun(ctx);
   await stopKubeletAndWait(ctx);
-  const stopped = was === 'running' ? 'kubelet stopped for the runtime rollback' : `kubelet stopped for the runtime rollback (${RUN_WORDS[was]}${was === 'stopped' ? '' : ': cancelled'})`;
+  const stopped = `kubelet stopped for the runtime rollback${was === 'running' ? '' : ` (${RUN_WORDS[was]}${was === 'starting' ? ': cancelled' : ''})`}`;
   return `${stopped}${await tearDownWhatKubeletStarted(ctx)}`;
 }
 
