@@ -32,8 +32,11 @@ export function parseUnitStates(text: string): Map<string, boolean> {
   return states;
 }
 
-/** What a unit is doing: running, starting (activating, or a start job queued), stopping, or stopped. */
-export type UnitRun = 'running' | 'starting' | 'stopping' | 'stopped';
+/**
+ * What a unit is doing: running, starting (activating, or a start job queued), stopping, stopped, or unknown
+ * (systemctl did not answer: never taken as stopped).
+ */
+export type UnitRun = 'running' | 'starting' | 'stopping' | 'stopped' | 'unknown';
 
 /**
  * Prints "unit ActiveState JobId" per unit. A unit can be "inactive" to is-active while a start job waits for it
@@ -52,7 +55,8 @@ export function parseUnitRuns(text: string): Map<string, UnitRun> {
     if (state === 'active' || state === 'reloading') runs.set(unit, 'running');
     else if (state === 'activating' || job !== '') runs.set(unit, 'starting');
     else if (state === 'deactivating') runs.set(unit, 'stopping');
-    else runs.set(unit, 'stopped');
+    else if (state === 'inactive' || state === 'failed') runs.set(unit, 'stopped');
+    else runs.set(unit, 'unknown');
   }
   return runs;
 }

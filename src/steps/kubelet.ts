@@ -1,17 +1,12 @@
 import { getNode, isReady, podCidr, readyMessage, readyPostedAt } from '../cluster/nodes.js';
 import { RunbookError } from '../errors.js';
 import { ownPidsScript } from '../node/processes.js';
-import { parseUnitRuns, parseUnitStates, startUnitsScript, stopUnitsScript, unitRunsScript, unitStatesScript, type UnitRun } from '../node/units.js';
+import { parseUnitRuns, startUnitsScript, stopUnitsScript, unitRunsScript, type UnitRun } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import { kubeletUnitOf } from '../runbook/journal.js';
 import { earlierStepActs, type RunContext, type Step } from '../runbook/step.js';
 import { teardownSandboxes } from './teardown-sandboxes.js';
 import { waitUntil } from '../wait.js';
-
-export async function kubeletActive(ctx: RunContext): Promise<boolean> {
-  const unit = kubeletUnitOf(ctx.journal);
-  return parseUnitStates(await run(ctx.reader, unitStatesScript([unit]))).get(unit) === true;
-}
 
 /**
  * Whether kubelet runs or will: a start the boot queued behind the runtime, or Restart='s next try, is "inactive" to
@@ -19,14 +14,17 @@ export async function kubeletActive(ctx: RunContext): Promise<boolean> {
  */
 export async function kubeletRun(ctx: RunContext): Promise<UnitRun> {
   const unit = kubeletUnitOf(ctx.journal);
-  return parseUnitRuns(await run(ctx.reader, unitRunsScript([unit]))).get(unit) ?? 'stopped';
+  return parseUnitRuns(await run(ctx.reader, unitRunsScript([unit]))).get(unit) ?? 'unknown';
 }
+
+export const kubeletActive = async (ctx: RunContext) => (await kubeletRun(ctx)) === 'running';
 
 const RUN_WORDS: Record<UnitRun, string> = {
   running: 'kubelet runs',
   starting: 'kubelet is starting (a start queued by the boot, or a restart due)',
   stopping: 'kubelet is stopping',
   stopped: 'kubelet is not running',
+  unknown: "kubelet's state could not be read (systemctl did not answer)",
 };
 
 /**
@@ -64,8 +62,9 @@ async function waitUntilKubeletGone(ctx: RunContext): Promise<void> {
     'kubelet to stop',
     async () => {
       const unit = kubeletUnitOf(ctx.journal);
-      const out = await run(ctx.reader, `${unitStatesScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo running || true`);
-      return !parseUnitStates(out).get(unit) && !out.includes('running') ? true : 'still running';
+      const out = await run(ctx.reader, `${unitRunsScript([unit])}; [ -n "$(${ownPidsScript('kubelet')})" ] && echo process || true`);
+      const now = parseUnitRuns(out).get(unit) ?? 'unknown';
+      return now === 'stopped' && !/^process$/m.test(out) ? true : RUN_WORDS[now === 'stopped' ? 'stopping' : now];
     },
     { timeoutMs: 30_000, intervalMs: 500, signal: ctx.stop },
   );
