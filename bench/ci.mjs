@@ -34,6 +34,7 @@ export function summarise(text, source) {
   // testbed/up's last line: each of its steps and what it took.
   const steps = find(text, /\] up in \d+s: (.+)$/m)?.split(', ');
   const cpu = text.match(/^Where the CPU went: .*$(\n^ {2}\s*\d+ s CPU.*$)*/m)?.[0];
+  const bed = text.match(/^Where the bed's CPU went meanwhile:$(\n^ {2}the .*$)*/m)?.[0];
   const s = (n) => (Number.isFinite(n) ? `${n.toFixed(0)} s` : 'not in the output');
   return [
     source,
@@ -44,6 +45,6 @@ export function summarise(text, source) {
     `  in all:                      ${s(done)}${Number.isFinite(done) ? '' : ' (the run did not end: see its output)'}`,
     `  test files: ${files ?? 'not in the output'}`,
     `  tests:      ${tests ?? 'not in the output'}`,
-    ...(cpu ? cpu.split('\n').map((l) => `  ${l}`) : []),
+    ...[cpu, bed].filter(Boolean).flatMap((block) => block.split('\n').map((l) => `  ${l}`)),
   ].join('\n');
 }

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { bedCpu, bedCpuLines, bedCpuSpent } from './bed-cpu.js';
 
 const ENV = '/var/lib/node-maint-testbed/env.json';
 
@@ -25,8 +26,10 @@ export default function setup(project: TestProject) {
   const cpuLog = join(tmpdir(), `node-maint-suite-cpu-${process.pid}.jsonl`);
   project.provide('cpuLog', cpuLog);
   const machine = machineCpu();
+  const dockerHost = (JSON.parse(readFileSync(ENV, 'utf8')) as { bedDockerHost: string }).bedDockerHost;
+  const bed = bedCpu(dockerHost);
   const report = () => {
-    printCpuTable(cpuLog, machineCpu() - machine);
+    printCpuTable(cpuLog, machineCpu() - machine, bedCpuLines(bedCpuSpent(bed, bedCpu(dockerHost))));
     rmSync(cpuLog, { force: true });
   };
   // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
@@ -49,7 +52,7 @@ function machineCpu(): number {
 }
 
 /** The integration files by CPU (their own process and the CLIs they ran), beside the machine's whole busy time. */
-function printCpuTable(log: string, machineSeconds: number): void {
+function printCpuTable(log: string, machineSeconds: number, bedLines: string[]): void {
   if (!existsSync(log)) return;
   const rows = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { file: string; own: number; clis: number; wall: number });
   const total = rows.reduce((n, r) => n + r.own + r.clis, 0);
@@ -57,6 +60,8 @@ function printCpuTable(log: string, machineSeconds: number): void {
   console.log([
     `Where the CPU went: ${total.toFixed(0)} s in the integration files and the CLIs they ran, of ${machineSeconds.toFixed(0)} s the machine was busy (the rest: the bed's daemons, kubelets, runtimes, vitest)`,
     ...rows.sort((a, b) => b.own + b.clis - (a.own + a.clis)).slice(0, 10).map(line),
+    "Where the bed's CPU went meanwhile:",
+    ...bedLines,
   ].join('\n'));
 }
 
