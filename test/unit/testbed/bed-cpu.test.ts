@@ -14,4 +14,12 @@ describe("the suite's table of the bed's CPU", () => {
       "  the bed's daemons: 79 s (kube-apiserver 60, etcd 15, prometheus 4)",
     ]);
   });
+
+  it('says the nodes were not read when no container was, never that they took 0 s', () => {
+    const none = { nodes: {}, daemons: { etcd: 1 } };
+    expect(bedCpuLines(bedCpuSpent(none, { nodes: {}, daemons: { etcd: 3 } }))).toEqual([
+      "  the nodes: not read (the bed's dockerd did not answer)",
+      "  the bed's daemons: 2 s (etcd 2)",
+    ]);
+  });
 });
