@@ -70,11 +70,12 @@ export function bedCpuSpent(before: BedCpu, after: BedCpu): BedCpu {
 /** The lines the suite's CPU table ends with: the pool's nodes, the kind cluster's, and the bed's daemons. */
 export function bedCpuLines(spent: BedCpu): string[] {
   const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
-  const byName = (r: Record<string, number>) =>
-    Object.entries(r)
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, v]) => `${k.split(' ')[0]} ${v.toFixed(0)}`)
-      .join(', ');
+  // Largest first; those under half a second (the SSH relays, mostly) only counted.
+  const byName = (r: Record<string, number>) => {
+    const shown = Object.entries(r).filter(([, v]) => v >= 0.5).sort((a, b) => b[1] - a[1]);
+    const rest = Object.keys(r).length - shown.length;
+    return [...shown.map(([k, v]) => `${k.split(' ')[0]} ${v.toFixed(0)}`), ...(rest ? [`${rest} more under 1`] : [])].join(', ');
+  };
   const daemonsLine = `  the bed's daemons: ${sum(spent.daemons).toFixed(0)} s (${byName(spent.daemons)})`;
   const kind = Object.fromEntries(Object.entries(spent.nodes).filter(([k]) => k.startsWith('nm-kind')));
   const pool = Object.fromEntries(Object.entries(spent.nodes).filter(([k]) => !k.startsWith('nm-kind')));

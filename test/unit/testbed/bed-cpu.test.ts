@@ -2,16 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { bedCpuLines, bedCpuSpent } from '../../integration/bed-cpu.js';
 
 describe("the suite's table of the bed's CPU", () => {
-  it('counts what each spent between readings, a container new since the first (a node recreated) from zero', () => {
-    const before = { nodes: { 'tb-docker-node-1 aaa': 100, 'nm-kind-worker bbb': 50 }, daemons: { etcd: 10, 'kube-apiserver': 40 } };
+  it('counts what each spent between readings, a container new since the first (a node recreated) from zero, and only counts those under 1 s', () => {
+    const before = { nodes: { 'tb-docker-node-1 aaa': 100, 'nm-kind-worker bbb': 50 }, daemons: { etcd: 10, 'kube-apiserver': 40, 'ssh-relay-docker-node-1': 1 } };
     const after = {
       nodes: { 'tb-docker-node-1 aaa': 160, 'tb-docker-node-2 ccc': 30, 'nm-kind-worker bbb': 55 },
-      daemons: { etcd: 25, 'kube-apiserver': 100, prometheus: 4 },
+      daemons: { etcd: 25, 'kube-apiserver': 100, prometheus: 4, 'ssh-relay-docker-node-1': 1.2 },
     };
     expect(bedCpuLines(bedCpuSpent(before, after))).toEqual([
       "  the pool's nodes: 90 s (tb-docker-node-1 60, tb-docker-node-2 30)",
       "  the kind cluster's nodes: 5 s",
-      "  the bed's daemons: 79 s (kube-apiserver 60, etcd 15, prometheus 4)",
+      "  the bed's daemons: 79 s (kube-apiserver 60, etcd 15, prometheus 4, 1 more under 1)",
     ]);
   });
 
