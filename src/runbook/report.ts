@@ -1,3 +1,4 @@
+import type { UnitRun } from '../node/units.js';
 import type { AuditSummary } from '../leaks/types.js';
 import type { ExitCodeName } from '../errors.js';
 import type { StepStatus } from './journal.js';
@@ -26,9 +27,10 @@ export type RunResult =
 /** The node as a stopped run left it: what the operator weighs before continuing or rolling back. */
 export interface NodeNow {
   cordoned?: boolean;
-  kubelet?: 'running' | 'stopped';
-  /** The runtime's units, running or stopped. */
-  runtime?: Record<string, 'running' | 'stopped'>;
+  /** As systemd has it: a start the boot queued is "starting", an answer that is not systemd's "unknown". */
+  kubelet?: UnitRun;
+  /** The runtime's units, the same way. */
+  runtime?: Record<string, UnitRun>;
   /** The target packages' installed versions ('' where none is cleanly installed). */
   packages?: Record<string, string>;
   /** The run's commands still running on the node, which end there by themselves. */

@@ -1,7 +1,7 @@
 import { getNode } from '../cluster/nodes.js';
 import { ExitCode, messageOf } from '../errors.js';
 import { describeCommands } from '../node/commands.js';
-import { parseUnitStates, unitStatesScript } from '../node/units.js';
+import { parseUnitRuns, unitRunsScript } from '../node/units.js';
 import { run } from '../node/transport/index.js';
 import { runningCommands } from './resume.js';
 import { kubeletUnitOf, runtimeUnitsOf } from './journal.js';
@@ -37,9 +37,9 @@ export async function readNodeNow(ctx: RunContext): Promise<NodeNow> {
     'the units': async () => {
       const kubelet = kubeletUnitOf(ctx.journal);
       const units = prior ? runtimeUnitsOf(prior) : [];
-      const states = parseUnitStates(await run(ctx.reader, unitStatesScript([kubelet, ...units])));
-      now.kubelet = states.get(kubelet) ? 'running' : 'stopped';
-      now.runtime = Object.fromEntries(units.map((u) => [u, states.get(u) ? 'running' : 'stopped']));
+      const runs = parseUnitRuns(await run(ctx.reader, unitRunsScript([kubelet, ...units])));
+      now.kubelet = runs.get(kubelet) ?? 'unknown';
+      now.runtime = Object.fromEntries(units.map((u) => [u, runs.get(u) ?? 'unknown']));
     },
     'the packages': async () => void (now.packages = await ctx.installedVersions(Object.keys(ctx.journal.targets))),
     "the run's commands": async () => void (now.running = (await runningCommands(ctx)).commands.map((c) => describeCommands([c]))),

@@ -28,7 +28,7 @@ describe('the node as a run stops', () => {
     });
   });
 
-  it('says why a read failed when it failed at once, and waits for nothing more', async () => {
+  it('says why a read failed when it failed at once, and waits for nothing more; a unit not answered for is unknown', async () => {
     const ctx = {
       options: { node: 'n1' },
       journal: { runId: 'r1', targets: {}, steps: {}, prior: undefined },
@@ -40,6 +40,18 @@ describe('the node as a run stops', () => {
     const now = await readNodeNow(ctx as never);
     expect(Date.now() - t0).toBeLessThan(1_000);
     expect(now.unread).toBe('could not read the Node (connection refused)');
-    expect(now.kubelet).toBe('stopped');
+    // '100' is no answer of systemd's: never read as "stopped".
+    expect(now.kubelet).toBe('unknown');
+  });
+
+  it('says "starting" of a kubelet whose start the boot queued (is-active says inactive), not "stopped"', async () => {
+    const ctx = {
+      options: { node: 'n1' },
+      journal: { runId: 'r1', targets: {}, steps: {}, prior: undefined },
+      recordingCluster: { server: 'https://api', get: async () => ({ spec: { unschedulable: true } }) },
+      reader: { target: 'ssh n1', exec: async () => ({ code: 0, stdout: 'kubelet inactive 205\n', stderr: '' }), close: async () => undefined },
+      installedVersions: async () => ({}),
+    };
+    expect((await readNodeNow(ctx as never)).kubelet).toBe('starting');
   });
 });
