@@ -11,7 +11,8 @@ const cache = process.env.TESTBED_CACHE ?? '/var/cache/node-maint-testbed';
 const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
 const down = (cwd) => spawnSync('bash', ['testbed/down'], { cwd, stdio: ['ignore', 2, 2] });
 
-down('.');
+// A bed that would not come down keeps using the cache: nothing is moved then.
+if (down('.').status !== 0) throw new Error('testbed/down failed: the cache is left where it is, nothing was run');
 const aside = `${cache}.before-cold-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 const moved = existsSync(cache);
 if (moved) renameSync(cache, aside);
