@@ -6,7 +6,7 @@ import { detectIpamLeaks } from './detect/ipam.js';
 import { detectNetnsLeaks } from './detect/netns.js';
 import { detectCheckpointLeaks, detectSandboxAccumulation, detectStuckTerminating, excusedTerminating } from './detect/sandboxes.js';
 import { leftAloneLine } from '../node/cni/owners.js';
-import { liveness } from './liveness.js';
+import { inSetupLine, liveness } from './liveness.js';
 import { detectWhereaboutsLeaks } from './whereabouts/detect.js';
 import type { WhereaboutsView } from './whereabouts/types.js';
 import { auditVerdict, type AuditReport, type IpamScope } from './types.js';
@@ -42,10 +42,12 @@ export function auditNode(input: AuditInput): AuditReport {
   const nowMs = input.nowMs ?? state.now * 1000;
   const excused = excusedTerminating(state, pods ?? [], nowMs, input.skipWaitForDeleteTimeoutSeconds ?? 0);
   const ipam = detectIpamLeaks(state, live, podCidrs);
+  const cache = detectCacheLeaks(state, live);
+  const inSetup = inSetupLine(live, [...ipam.inSetup, ...cache.inSetup]);
   const whereabouts = input.whereabouts ? detectWhereaboutsLeaks(input.whereabouts, live, pods) : { node: [], cluster: [], cannotTell: [] };
   const findings = [
     ...ipam.findings,
-    ...detectCacheLeaks(state, live),
+    ...cache.findings,
     ...detectCheckpointLeaks(state),
     ...detectSandboxAccumulation(state),
     ...detectStuckTerminating(state, pods ?? [], nowMs, excused),
@@ -57,6 +59,7 @@ export function auditNode(input: AuditInput): AuditReport {
     ...(state.runtimeReachable ? [] : ['the container runtime did not answer: sandboxes and containers unknown, so no reservation, cache entry, checkpoint, sandbox or network namespace was judged']),
     ...(pods ? [] : [`the pod list could not be read${input.podListError ? ` (${input.podListError})` : ''}: no pod IP, terminating pod or reservation claimed by a pod was judged`]),
     ...ipam.unverifiable,
+    ...inSetup,
     ...(input.calico?.unverifiable ?? []),
     ...(input.unverifiable ?? []),
   ];
@@ -65,6 +68,7 @@ export function auditNode(input: AuditInput): AuditReport {
     takenAt: state.now,
     verdict: auditVerdict(findings, unverifiable),
     unverifiable,
+    ...(inSetup.length > 0 ? { inSetup } : {}),
     findings,
     clusterFindings: [...(input.calico?.cluster ?? []), ...whereabouts.cluster],
     ipamScope: input.ipamScope ?? 'node',

@@ -2,6 +2,7 @@ import { isTerminal, podIps, podKey } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { canonicalIp } from '../node/cni/host-local.js';
 import type { NodeState } from '../node/state/types.js';
+import { isKubernetesNetns, NETNS_SETUP_GRACE_SECONDS } from './detect/netns.js';
 
 // Who is alive on a node, as the union the reclaim rules demand: the runtime's sandboxes (in-flight ones included),
 // CNI cache entries whose netns still exists, pod IPs from the API, live network namespaces.
@@ -23,6 +24,14 @@ export interface Liveness {
   runtimeKnown: boolean;
   /** Whether the pod list was read; if not, no IP may be judged dead by its absence from the pods. */
   podsKnown: boolean;
+  /**
+   * Kubernetes' pins younger than the setup grace with no process yet: sandboxes in setup. containerd lists a sandbox
+   * only once its CNI ADDs ended, so the records an ADD already wrote (host-local's reservation, the loopback's cache
+   * entry) have no listed owner meanwhile.
+   */
+  pinsInSetup: string[];
+  /** The node's clock when it was read (seconds), for the age of a record. */
+  now: number;
 }
 
 /** `pods` undefined: the pod list could not be read. */
@@ -55,6 +64,11 @@ export function liveness(state: NodeState, pods: Pod[] | undefined): Liveness {
     attachedContainers: attached,
     runtimeKnown: state.runtimeReachable,
     podsKnown: pods !== undefined,
+    pinsInSetup: state.netns.filter((n) => {
+      const a = state.netnsActivity[n];
+      return isKubernetesNetns(n) && a !== undefined && a.processes === 0 && a.ageSeconds < NETNS_SETUP_GRACE_SECONDS;
+    }),
+    now: state.now,
   };
 }
 
@@ -64,4 +78,19 @@ export function ownerAlive(live: Liveness, containerId: string, ip?: string): bo
   if (ip !== undefined && live.podIps.has(canonicalIp(ip))) return true;
   // Absence proves death only when every source answered: the blind one may be the one that knows the owner.
   return !live.runtimeKnown || (ip !== undefined && !live.podsKnown);
+}
+
+/**
+ * A record with no live owner that may be a sandbox's in setup: it names no netns to tell whose it is, it was written
+ * within the setup grace, and a sandbox is in setup. It is judged on a later read, never called a leak or clean now.
+ */
+export function mayBeInSetup(live: Liveness, record: { mtime: number; netns?: string }): boolean {
+  return live.pinsInSetup.length > 0 && !record.netns && live.now - record.mtime < NETNS_SETUP_GRACE_SECONDS;
+}
+
+/** The audit's word on records held back by mayBeInSetup. */
+export function inSetupLine(live: Liveness, records: string[]): string[] {
+  if (records.length === 0) return [];
+  const pins = live.pinsInSetup.join(', ');
+  return [`${records.length} record(s) written less than ${NETNS_SETUP_GRACE_SECONDS}s ago, of no listed sandbox, while a sandbox is in setup (${pins}: pinned, no process yet); judged on a later read: ${records.join(', ')}`];
 }

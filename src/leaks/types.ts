@@ -86,6 +86,8 @@ export interface AuditReport {
   verdict: AuditVerdict;
   /** Why some check could not look, whatever the verdict; reclaim refuses to act while this is not empty. */
   unverifiable: string[];
+  /** The lines of unverifiable about records of a sandbox in setup: not judged now, and not ones reclaim touches. */
+  inSetup?: string[];
   /** This node's findings: only these count against it. */
   findings: Finding[];
   /** Findings no one node owns (Calico affinities of removed nodes, handles with no IP, whereabouts allocations of gone

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, bed, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { report, upgradeArgs } from './faults.js';
-import { crashAndCleanUp, nodeAudit, pinnedDeployment, pinnedPodSpec, sandboxIds, waitForRunning } from './fixtures.js';
+import { crashAndCleanUp, nodeAudit, pinnedDeployment, pinnedPodSpec, sandboxIds, settledNodeAudit, waitForRunning } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
 // A real whereabouts network (v0.9.2, built by the bed) on containerd nodes: pod IPs come from one cluster-wide range,
@@ -180,9 +180,9 @@ describe('a node whose pods get their IPs from whereabouts', () => {
 
     // Not the node's (its pod is gone): its own audit finds only host-local's and libcni's records the wipe stranded
     // (of the sandboxes from before the crash), the cluster-wide one finds that entry, exactly.
-    const own = JSON.parse((await nodeAudit(t)).stdout);
+    const own = await settledNodeAudit(t);
     expect(own.findings.filter((f: any) => f.class === 'whereabouts-ip-leaked' || !oldSandboxes.includes(f.evidence.containerId))).toEqual([]);
-    const wide = JSON.parse((await nodeAudit(t, ['--cluster-wide'])).stdout);
+    const wide = await settledNodeAudit(t, ['--cluster-wide']);
     const ours = wide.clusterFindings.filter((f: any) => oldSandboxes.includes(f.evidence.containerId));
     expect(ours.map((f: any) => [f.class, f.evidence.ip, f.evidence.containerId])).toEqual([['whereabouts-ip-leaked', gone!.ip, goneSandbox]]);
     const reclaim = JSON.parse((await nodeAudit(t, ['--reclaim', '--cluster-wide', '--grace', '0', '--interval', '1'])).stdout);

@@ -30,10 +30,13 @@ describe('pulumi with access: agent', () => {
       // What an operator watching the fleet sees: `kubectl get maintenanceruns`, every second while up runs.
       const rows = new Set<string>();
       let watching = true;
+      // All of them: named ones, kubectl prints nothing but an error while any one is not made yet.
+      const look = async () => {
+        for (const line of (await kubectl('get', 'maintenanceruns').catch(() => '')).split('\n')) rows.add(line.replace(/\s+/g, ' ').replace(/ \S+$/, ''));
+      };
       const watch = (async () => {
         while (watching) {
-          // All of them: named ones, kubectl prints nothing but an error while any one is not made yet.
-          for (const line of (await kubectl('get', 'maintenanceruns').catch(() => '')).split('\n')) rows.add(line.replace(/\s+/g, ' ').replace(/ \S+$/, ''));
+          await look();
           await new Promise((r) => setTimeout(r, 1_000));
         }
       })();
@@ -43,10 +46,12 @@ describe('pulumi with access: agent', () => {
         watching = false;
         await watch;
       }
+      // The last look began before up ended: the run that ended last is seen ended only by a look after it.
+      await look();
       expect(rows).toContain('NAME NODE COMMAND PHASE STEP EXIT');
       for (const t of FLEET) {
         expect([...rows].some((r) => new RegExp(`^${t.name} ${t.name} upgrade Running \\d+/12 `).test(r)), [...rows].join('\n')).toBe(true);
-        expect(rows).toContain(`${t.name} ${t.name} upgrade Succeeded 12/12 Verify nothing leaked 0`);
+        expect([...rows], [...rows].join('\n')).toContain(`${t.name} ${t.name} upgrade Succeeded 12/12 Verify nothing leaked 0`);
       }
       const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
       for (const t of FLEET) {

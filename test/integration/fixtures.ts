@@ -98,6 +98,13 @@ export async function deadReservations(t: TestNode): Promise<string[]> {
 
 export const nodeAudit = (t: TestNode, extra: string[] = []) => auditNode([t.name, '--output', 'json', ...extra, ...t.flags]);
 
+/** The node's audit (JSON) once no sandbox is in setup on it: one kubelet is still making after a crash is no answer yet. */
+export async function settledNodeAudit(t: TestNode, extra: string[] = []): Promise<any> {
+  let report: any;
+  await waitFor(async () => !(report = JSON.parse((await nodeAudit(t, extra)).stdout)).inSetup, 120_000, `${t.name}'s audit with no sandbox in setup`);
+  return report;
+}
+
 /**
  * Field report 000 on a docker node: docker upgraded by hand (kubelet stopped, containers removed with docker rm -f,
  * kubelet started before the node has a PodCIDR). kubelet's teardown fails ("kubenet needs a PodCIDR to tear down

@@ -1,20 +1,25 @@
 import { canonicalIp, cidrContains } from '../../node/cni/host-local.js';
 import type { NodeState } from '../../node/state/types.js';
-import { ownerAlive, type Liveness } from '../liveness.js';
+import { mayBeInSetup, ownerAlive, type Liveness } from '../liveness.js';
 import { networkRanges } from '../ranges/config.js';
 import { rangeUsage } from '../ranges/usage.js';
 import type { Finding, RangeUsage } from '../types.js';
 
 // Leak class 1: host-local reservations whose container is not alive, and pod IPs with no reservation behind them.
-export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: string[]): { findings: Finding[]; ranges: RangeUsage[]; unverifiable: string[] } {
+export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: string[]): { findings: Finding[]; ranges: RangeUsage[]; unverifiable: string[]; inSetup: string[] } {
   const findings: Finding[] = [];
   const unverifiable: string[] = [];
   const reserved = new Set<string>();
   const leakedPaths = new Set<string>();
+  const inSetup: string[] = [];
   for (const dir of state.ipam) {
     for (const r of dir.reservations) {
       reserved.add(canonicalIp(r.ip));
       if (ownerAlive(live, r.containerId, r.ip)) continue;
+      if (mayBeInSetup(live, r)) {
+        inSetup.push(r.path);
+        continue;
+      }
       leakedPaths.add(r.path);
       findings.push({
         class: 'ip-reservation-leaked',
@@ -60,5 +65,5 @@ export function detectIpamLeaks(state: NodeState, live: Liveness, podCidrs: stri
       });
     }
   }
-  return { findings, ranges, unverifiable };
+  return { findings, ranges, unverifiable, inSetup };
 }

@@ -22,7 +22,8 @@ export function detectNetnsLeaks(state: NodeState): Finding[] {
   const referenced = new Set([...state.cniCache, ...state.foreign.cniCache].map((e) => e.netns?.split('/').pop()).filter(Boolean));
   const inUse = (name: string) => {
     const a = state.netnsActivity[name];
-    return a !== undefined && (a.processes > 0 || a.ageSeconds < NETNS_SETUP_GRACE_SECONDS);
+    // Unknown activity cannot tell an orphan from a pin in use: never judged.
+    return a === undefined || a.processes > 0 || a.ageSeconds < NETNS_SETUP_GRACE_SECONDS;
   };
   return state.netns
     .filter((name) => isKubernetesNetns(name) && !referenced.has(name) && !inUse(name))

@@ -82,7 +82,8 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
   const plan = planReclaim({
     first: everything(first.report),
     second: everything(second.report),
-    unverifiable: [...first.report.unverifiable, ...second.report.unverifiable],
+    // A sandbox in setup holds back only its own records (never planned): the rest of the node may be reclaimed.
+    unverifiable: [first.report, second.report].flatMap((r) => r.unverifiable.filter((u) => !r.inSetup?.includes(u))),
     state: second.state,
     podCidr: second.podCidr,
     graceSeconds: options.graceSeconds,

@@ -94,7 +94,8 @@ export function parseNodeState(output: string): NodeState {
     sandboxes: [],
     containers: [],
     netns: netnsLines.map(([name]) => name!),
-    netnsActivity: Object.fromEntries(netnsLines.map(([name, age, pids]) => [name!, { ageSeconds: Number(age ?? 0), processes: Number(pids ?? 0) }])),
+    // A line without them (an older gather) says nothing of the pin's age or processes: no activity, not "none".
+    netnsActivity: Object.fromEntries(netnsLines.filter((l) => l.length >= 3).map(([name, age, pids]) => [name!, { ageSeconds: Number(age), processes: Number(pids) }])),
     veths: (one('links')?.lines ?? []).map(parseVethLine).filter((v): v is { name: string; master: string | null } => v !== null),
     routes: parseRoutes(one('routes')?.lines ?? []),
     backups: one('backups')?.lines.filter((l) => l !== '') ?? [],
