@@ -17,7 +17,7 @@ import { reclaimPermissions, requirePermissions } from '../../cluster/permission
 import { quote } from '../../node/transport/quote.js';
 import { auditLiveNode } from '../index.js';
 import type { AuditReport, IpamScope, ReleaseOutcome } from '../types.js';
-import { planLines, planReclaim, type ReclaimPlan } from './plan.js';
+import { planLines, planReclaim, refusingLines, type ReclaimPlan } from './plan.js';
 import { parseReclaimOutput, reclaimScript, type ReclaimOutcome } from './script.js';
 
 export interface ReclaimOptions {
@@ -82,8 +82,7 @@ async function reclaimHeld(options: ReclaimOptions): Promise<ReclaimResult> {
   const plan = planReclaim({
     first: everything(first.report),
     second: everything(second.report),
-    // A sandbox in setup holds back only its own records (never planned): the rest of the node may be reclaimed.
-    unverifiable: [first.report, second.report].flatMap((r) => r.unverifiable.filter((u) => !r.inSetup?.includes(u))),
+    unverifiable: refusingLines([first.report, second.report]),
     state: second.state,
     podCidr: second.podCidr,
     graceSeconds: options.graceSeconds,

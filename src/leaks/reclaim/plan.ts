@@ -1,6 +1,6 @@
 import { planReplay, type DelReplay } from '../../node/cni/replay.js';
 import type { NodeState } from '../../node/state/types.js';
-import type { Finding } from '../types.js';
+import type { AuditReport, Finding } from '../types.js';
 
 // What reclaim may release: only findings seen in two observations some seconds apart, older than the grace period
 // (an ADD may still be running), never an IP whose container the runtime knows. DEL replays first (the plugin
@@ -25,6 +25,10 @@ export interface ReclaimPlan {
 
 export const findingKey = (f: Finding) =>
   `${f.class}|${f.evidence.file ?? ''}|${f.evidence.containerId ?? ''}|${f.evidence.ip ?? ''}|${f.evidence.pod ?? ''}|${String(f.evidence.affinity ?? f.evidence.handle ?? '')}`;
+
+/** What refuses a reclaim in its audits: all they could not verify, but a sandbox in setup (its records are no finding). */
+export const refusingLines = (reports: AuditReport[]): string[] =>
+  reports.flatMap((r) => r.unverifiable.filter((u) => !r.inSetup?.includes(u)));
 
 export function planReclaim(input: {
   /** Both observations' findings, the node's and the cluster-wide ones. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { auditNode } from '../../../src/leaks/audit.js';
 import { STUCK_AFTER_SECONDS } from '../../../src/leaks/detect/sandboxes.js';
+import { refusingLines } from '../../../src/leaks/reclaim/plan.js';
 import { emptyState, id, kubenetNode, podOn } from './state-builder.js';
 
 const audit = (state: ReturnType<typeof emptyState>, pods = [] as ReturnType<typeof podOn>[], podCidr = '10.253.6.128/25') =>
@@ -125,20 +126,27 @@ describe('leak audit', () => {
 
   it('holds back, as not verified, the records of a sandbox in setup (written, not listed yet); older ones are leaks', () => {
     // containerd lists a sandbox only once its ADDs ended: the loopback's entry and eth0's reservation come first.
+    let inSetupReport = undefined as unknown as ReturnType<typeof audit>;
     const inSetup = (pinAge: number, processes: number, recordAge: number, netns?: string) => {
       const state = emptyState({ services: {}, netns: ['cni-a1b2'], netnsActivity: { 'cni-a1b2': { ageSeconds: pinAge, processes } } });
       const mtime = state.now - recordAge;
       state.cniCache.push({ path: `/var/lib/cni/results/cni-loopback-${id(7)}-lo`, format: 'cniCacheV1', networkName: 'cni-loopback', containerId: id(7), ifName: 'lo', ips: ['127.0.0.1'], mtime, netns });
       state.ipam.push({ network: 'net1', path: '/var/lib/cni/networks/net1', lastReserved: {}, reservations: [{ network: 'net1', ip: '10.9.0.5', path: '/var/lib/cni/networks/net1/10.9.0.5', containerId: id(7), ifName: 'eth0', mtime }] });
       const r = audit(state, [], undefined as unknown as string);
+      inSetupReport = r;
       return [r.verdict, r.findings.map((f) => f.class).sort(), r.unverifiable.filter((u) => u.includes('in setup')).length];
     };
     expect(inSetup(5, 0, 2)).toEqual(['unverifiable', [], 1]);
+    const held = inSetupReport;
     // Written before the grace: a leak, whatever is in setup. A pin with a process is a sandbox set up, not in setup.
     expect(inSetup(5, 0, 120)).toEqual(['leaks', ['cni-cache-orphan', 'ip-reservation-leaked'], 0]);
     expect(inSetup(5, 1, 2)).toEqual(['leaks', ['cni-cache-orphan', 'ip-reservation-leaked'], 0]);
     expect(inSetup(120, 0, 2)).toEqual(['leaks', ['cni-cache-orphan', 'ip-reservation-leaked', 'netns-orphan'], 0]);
     // An entry that names its netns says whose it is: one naming a gone pin is a leak even then.
     expect(inSetup(5, 0, 2, '/var/run/netns/cni-gone')[1]).toEqual(['cni-cache-orphan']);
+    // The reclaim refuses on what its audits could not verify, but not on records that are no finding of theirs.
+    const blind = audit({ ...kubenetNode(0, 1), runtimeReachable: false });
+    expect(refusingLines([held, held])).toEqual([]);
+    expect(refusingLines([held, blind])).toEqual(blind.unverifiable);
   });
 });
