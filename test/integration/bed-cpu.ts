@@ -60,10 +60,13 @@ export function bedCpu(dockerHost: string): BedCpu {
   return { nodes, daemons };
 }
 
-/** What each spent between two readings; a container or daemon new since the first counts from zero. */
+/**
+ * What each spent between two readings; a container or daemon new since the first counts from zero, and so does one
+ * whose counter went back (a node rebooted: its container started again, with a new cgroup).
+ */
 export function bedCpuSpent(before: BedCpu, after: BedCpu): BedCpu {
   const spent = (a: Record<string, number>, b: Record<string, number>) =>
-    Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v - (a[k] ?? 0)]));
+    Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v < (a[k] ?? 0) ? v : v - (a[k] ?? 0)]));
   return { nodes: spent(before.nodes, after.nodes), daemons: spent(before.daemons, after.daemons) };
 }
 

@@ -15,6 +15,11 @@ describe("the suite's table of the bed's CPU", () => {
     ]);
   });
 
+  it('counts a node whose counter went back (rebooted: its container started again) from zero, never below', () => {
+    const spent = bedCpuSpent({ nodes: { 'tb-docker-node-3 aaa': 300 }, daemons: {} }, { nodes: { 'tb-docker-node-3 aaa': 31 }, daemons: {} });
+    expect(bedCpuLines(spent)[0]).toBe("  the pool's nodes: 31 s (tb-docker-node-3 31)");
+  });
+
   it('says the nodes were not read when no container was, never that they took 0 s', () => {
     const none = { nodes: {}, daemons: { etcd: 1 } };
     expect(bedCpuLines(bedCpuSpent(none, { nodes: {}, daemons: { etcd: 3 } }))).toEqual([
