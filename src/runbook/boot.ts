@@ -34,9 +34,18 @@ export async function stepsUndone(ctx: RunContext, report: RunReport): Promise<s
   }
   if (journal.reboot?.asked || journal.steps['start-kubelet'] || journal.steps['stop-kubelet']?.status !== 'done' || (await kubeletRun(ctx)) === 'stopped') return [];
   const redo = BOOT_UNDONE.filter((n) => journal.steps[n]?.status === 'done');
-  report.undone = { why: 'kubelet', redone: redo };
-  ctx.progress(`kubelet runs on ${options.node} again though this run stopped it (started by hand?): done again before the runtime is touched: ${redo.join(', ')}`);
+  report.undone = undoneAgain(report.undone, ctx.boot.now, redo);
+  ctx.progress(`kubelet runs on ${options.node} again though this run stopped it (${report.undone.why === 'boot' ? 'the boot\'s start of it came back' : 'started by hand?'}): done again before the runtime is touched: ${redo.join(', ')}`);
   return redo;
+}
+
+/**
+ * The report's word once kubelet runs again after the run stopped it: on a boot this process already said undid the
+ * run's steps, the boot is still why (its start of kubelet came back under a retried step); else kubelet is.
+ */
+export function undoneAgain(said: RunReport['undone'], bootNow: string | undefined, redo: string[]): NonNullable<RunReport['undone']> {
+  if (said?.why === 'boot' && bootNow !== undefined && said.after === bootNow) return { ...said, redone: [...new Set([...said.redone, ...redo])] };
+  return { why: 'kubelet', redone: redo };
 }
 
 /** Before a rollback reinstalls: the kubelet a boot started again stopped, and what it set up torn down by CNI DEL. */

@@ -5,6 +5,7 @@ import { holderIdentity } from '../cluster/lease.js';
 import { summarize } from '../leaks/types.js';
 import { ConnectionLostError, run, type Transport } from '../node/transport/types.js';
 import { changeKind, compareVersionsScript } from '../node/packages/index.js';
+import { bootIdentity } from '../node/reboot.js';
 import { STEPS } from '../steps/index.js';
 import { releaseKeptDebs } from '../steps/upgrade-runtime.js';
 import type { PreflightPlan } from '../steps/preflight.js';
@@ -321,7 +322,8 @@ async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<
   return pRetry(
     async () => {
       if (attempt++ > 0 && report) {
-        await readBoot(ctx);
+        // Read, not guessed: a boot that cannot be read yet (the node coming back) fails this try, to be retried.
+        ctx.boot.now = await bootIdentity(ctx.reader);
         for (const name of await stepsUndone(ctx, report)) {
           const i = STEPS.findIndex((s) => s.name === name);
           if (i < index) await runStepOnce(ctx, STEPS[i]!, i, reports, emit);
