@@ -2,7 +2,7 @@ import { isTerminal, podIps, podKey } from '../cluster/pods.js';
 import type { Pod } from '../cluster/types.js';
 import { canonicalIp } from '../node/cni/host-local.js';
 import type { NodeState } from '../node/state/types.js';
-import { isKubernetesNetns, NETNS_SETUP_GRACE_SECONDS } from './detect/netns.js';
+import { isPinInSetup, NETNS_SETUP_GRACE_SECONDS } from './detect/netns.js';
 
 // Who is alive on a node, as the union the reclaim rules demand: the runtime's sandboxes (in-flight ones included),
 // CNI cache entries whose netns still exists, pod IPs from the API, live network namespaces.
@@ -64,10 +64,7 @@ export function liveness(state: NodeState, pods: Pod[] | undefined): Liveness {
     attachedContainers: attached,
     runtimeKnown: state.runtimeReachable,
     podsKnown: pods !== undefined,
-    pinsInSetup: state.netns.filter((n) => {
-      const a = state.netnsActivity[n];
-      return isKubernetesNetns(n) && a !== undefined && a.processes === 0 && a.ageSeconds < NETNS_SETUP_GRACE_SECONDS;
-    }),
+    pinsInSetup: state.netns.filter((n) => isPinInSetup(state, n)),
     now: state.now,
   };
 }

@@ -11,6 +11,12 @@ export const NETNS_SETUP_GRACE_SECONDS = 60;
  */
 export const isKubernetesNetns = (name: string) => /^cni-[0-9a-f-]+$/.test(name);
 
+/** A Kubernetes pin younger than the setup grace that no process lives in yet: its sandbox is in setup. */
+export function isPinInSetup(state: NodeState, name: string): boolean {
+  const a = state.netnsActivity[name];
+  return isKubernetesNetns(name) && a !== undefined && a.processes === 0 && a.ageSeconds < NETNS_SETUP_GRACE_SECONDS;
+}
+
 /** The pinned namespaces that are not Kubernetes': listed, never judged. */
 export const foreignNetns = (state: NodeState) => state.netns.filter((n) => !isKubernetesNetns(n));
 
