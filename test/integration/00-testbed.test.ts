@@ -73,7 +73,7 @@ describe('the local test cluster', () => {
     const frozenAt = Date.now();
     await docker.reset();
     expect(await bedDocker('inspect', '-f', '{{.State.Paused}}', docker.container)).toBe('false');
-    const lease = await kubectlJson('-n', 'kube-node-lease', 'get', 'lease', docker.name);
+    const lease = await kubectlJson('get', 'lease', '-n', 'kube-node-lease', docker.name);
     expect(Date.parse(lease.spec.renewTime)).toBeGreaterThanOrEqual(frozenAt);
     expect((await docker.sh('systemctl is-active kubelet')).trim()).toBe('active');
   }, 240_000);

@@ -70,6 +70,7 @@ const RESOURCES: Record<string, [string, string, boolean]> = {
   pod: ['/api/v1', 'pods', true],
   event: ['/api/v1', 'events', true],
   lease: ['/apis/coordination.k8s.io/v1', 'leases', true],
+  configmap: ['/api/v1', 'configmaps', true],
   deployment: ['/apis/apps/v1', 'deployments', true],
   rs: ['/apis/apps/v1', 'replicasets', true],
   pdb: ['/apis/policy/v1', 'poddisruptionbudgets', true],

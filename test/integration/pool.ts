@@ -520,7 +520,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     const ready = n.status.conditions.find((c: any) => c.type === 'Ready');
     // A thawed node: its kubelet renewed its Lease since (it posts its status only on a change), and the node
     // controller took back the taints it put on while the node was silent.
-    const alive = !thawedAt || Date.parse((await kubectlJson('-n', 'kube-node-lease', 'get', 'lease', t.name)).spec.renewTime ?? '') >= thawedAt;
+    const alive = !thawedAt || Date.parse((await kubectlJson('get', 'lease', '-n', 'kube-node-lease', t.name)).spec.renewTime ?? '') >= thawedAt;
     const silentTaint = (n.spec.taints ?? []).some((x: any) => ['node.kubernetes.io/unreachable', 'node.kubernetes.io/not-ready'].includes(x.key));
     return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime ?? '') >= since && Boolean(n.spec.podCIDR) && alive && !silentTaint;
   }, 180_000, `${t.name} Ready (posted by its running kubelet)`);
