@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { bed, bedDocker, kubectlJson } from './bed.js';
+import { bed, kubectlJson } from './bed.js';
 import { pinnedDeployment, sandboxIds } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
@@ -66,17 +66,6 @@ describe('the local test cluster', () => {
     const policy = await containerd.sh('apt-cache madison containerd');
     for (const v of [bed().containerd.old, bed().containerd.new, bed().containerd.faulty]) expect(policy).toContain(v);
   });
-
-  it('hands a node frozen while no file wanted it to the next file thawed, its kubelet alive again, Ready', async () => {
-    // As the pool leaves a node no file waits for (pool.ts freezeUnlessWanted); its reset is the next lease's.
-    await bedDocker('pause', docker.container);
-    const frozenAt = Date.now();
-    await docker.reset();
-    expect(await bedDocker('inspect', '-f', '{{.State.Paused}}', docker.container)).toBe('false');
-    const lease = await kubectlJson('get', 'lease', '-n', 'kube-node-lease', docker.name);
-    expect(Date.parse(lease.spec.renewTime)).toBeGreaterThanOrEqual(frozenAt);
-    expect((await docker.sh('systemctl is-active kubelet')).trim()).toBe('active');
-  }, 240_000);
 
   it('says what runs', async () => {
     // Exit 1 when any part is stopped, and files beside this one stop some on purpose (node-ipam, a node's kubelet).

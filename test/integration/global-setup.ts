@@ -28,12 +28,9 @@ export default function setup(project: TestProject) {
   const machine = machineCpu();
   const dockerHost = (JSON.parse(readFileSync(ENV, 'utf8')) as { bedDockerHost: string }).bedDockerHost;
   const bed = bedCpu(dockerHost);
-  // Pool nodes no file wants are frozen while the suite runs (test/integration/pool.ts), and thawed at its end.
-  execFileSync('bash', ['testbed/ctl', 'pool-thaw'], { stdio: 'inherit' });
   const report = () => {
     printCpuTable(cpuLog, machineCpu() - machine, bedCpuLines(bedCpuSpent(bed, bedCpu(dockerHost))));
     rmSync(cpuLog, { force: true });
-    execFileSync('bash', ['testbed/ctl', 'pool-thaw'], { stdio: 'inherit' });
   };
   // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
   if (JSON.parse(readFileSync(ENV, 'utf8')).kind) {

@@ -125,48 +125,23 @@ function enqueue(): { head: () => { mine: boolean; wants: Set<string> }; update:
   };
   waiting.add(leave);
   const head = () => {
-    const [first] = liveQueue();
-    return first ? { mine: first.entry === mine, wants: first.wants } : { mine: true, wants: new Set<string>() };
+    for (const f of readdirSync(dir).filter((f) => !f.startsWith('.')).sort()) {
+      let entry: string;
+      try {
+        entry = readFileSync(join(dir, f), 'utf8');
+      } catch {
+        continue;
+      }
+      const [pid, started, wants] = entry.trim().split(' ');
+      if (startTime(Number(pid)) !== started) {
+        rmSync(join(dir, f), { force: true });
+        continue;
+      }
+      return { mine: f === mine, wants: new Set(JSON.parse(wants!) as string[]) };
+    }
+    return { mine: true, wants: new Set<string>() };
   };
   return { head, update, leave };
-}
-
-/** The waiting line's entries, oldest first; those of processes that are gone are taken out. */
-function liveQueue(): Array<{ entry: string; wants: Set<string> }> {
-  const dir = join(leaseDir(), 'queue');
-  const live: Array<{ entry: string; wants: Set<string> }> = [];
-  for (const f of existsSync(dir) ? readdirSync(dir).filter((f) => !f.startsWith('.')).sort() : []) {
-    let entry: string;
-    try {
-      entry = readFileSync(join(dir, f), 'utf8');
-    } catch {
-      continue;
-    }
-    const [pid, started, wants] = entry.trim().split(' ');
-    if (startTime(Number(pid)) !== started) rmSync(join(dir, f), { force: true });
-    else live.push({ entry: f, wants: new Set(JSON.parse(wants!) as string[]) });
-  }
-  return live;
-}
-
-/**
- * A pool node freed while no file waits for its kind is frozen (docker pause) until a file leases it: an idle node's
- * kubelet and runtime cost about 1.3 s of CPU a minute, and the suite is short of CPU on 2 cores. Done while the
- * lease is still held, so that no file takes the node between the look and the freeze.
- */
-async function freezeUnlessWanted(name: string): Promise<void> {
-  const n = bed().nodes.find((x) => x.name === name);
-  if (!n || liveQueue().some((w) => w.wants.has(kindOf(n)))) return;
-  // A node a test left powered off, or one being replaced, is not running: nothing to freeze.
-  await bedDocker('pause', n.container).catch(() => undefined);
-}
-
-/** Thaws a node frozen while no file wanted it; the time it did so (ms), or 0 when it was not frozen. */
-async function thawIfFrozen(t: TestNode): Promise<number> {
-  if ((await bedDocker('inspect', '-f', '{{.State.Paused}}', t.container)) !== 'true') return 0;
-  const at = Date.now();
-  await bedDocker('unpause', t.container);
-  return at;
 }
 
 /**
@@ -326,7 +301,7 @@ export function useNodes(...wanted: Wanted[]): TestNode[] {
   }, 1_800_000);
   // (Also released when the process exits, whatever hook failed before this one.)
   afterAll(async () => {
-    await Promise.all(mine.map(async (name) => (await freezeUnlessWanted(name), await release(name))));
+    await Promise.all(mine.map(release));
     timeline('freed', file, mine);
   });
   const handle = (i: number): TestNode =>
@@ -356,7 +331,7 @@ export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Prom
     } finally {
       // Else the next file's reset would find them, as another file's leftovers.
       await removeOwnPods(t, namespaceOf(file)).catch((e) => console.log(`${file}: ${(e as Error).message}`));
-      await Promise.all([name!, ...extra].map(async (n) => (await freezeUnlessWanted(n), await release(n))));
+      await Promise.all([name!, ...extra].map(release));
       timeline('freed', file, [name!, ...extra]);
     }
   };
@@ -447,8 +422,6 @@ async function thawFrozenCgroups(t: TestNode): Promise<void> {
 }
 
 async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
-  // Before what a killed runc left frozen: docker's own pause is undone by docker, or docker's state goes wrong.
-  const thawedAt = await thawIfFrozen(t);
   await thawFrozenCgroups(t);
   const b = bed();
   const versions: Record<string, string> = t.flavour === 'docker' ? { containerd: b.containerd.old, 'docker.io': b.docker.old } : { containerd: b.containerd.old };
@@ -518,11 +491,7 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
   await waitFor(async () => {
     const n = await kubectlJson('get', 'node', t.name);
     const ready = n.status.conditions.find((c: any) => c.type === 'Ready');
-    // A thawed node: its kubelet renewed its Lease since (it posts its status only on a change), and the node
-    // controller took back the taints it put on while the node was silent.
-    const alive = !thawedAt || Date.parse((await kubectlJson('get', 'lease', '-n', 'kube-node-lease', t.name)).spec.renewTime ?? '') >= thawedAt;
-    const silentTaint = (n.spec.taints ?? []).some((x: any) => ['node.kubernetes.io/unreachable', 'node.kubernetes.io/not-ready'].includes(x.key));
-    return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime ?? '') >= since && Boolean(n.spec.podCIDR) && alive && !silentTaint;
+    return ready?.status === 'True' && Date.parse(ready.lastHeartbeatTime ?? '') >= since && Boolean(n.spec.podCIDR);
   }, 180_000, `${t.name} Ready (posted by its running kubelet)`);
   // Removed again while waiting: a controller not yet gone (its deletion is collected in the background) makes its pod anew.
   let there = '';

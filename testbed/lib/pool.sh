@@ -146,7 +146,6 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
   for k in $POOL_KINDS; do
     for i in $(seq 1 "$(pool_count "$k" "$@")"); do start_pool_node "$k" "$i"; done
   done
-  thaw_pool
   for k in $POOL_KINDS; do
     for i in $(seq 1 "$(pool_count "$k" "$@")"); do
       powered_off "$(pool_node_name "$k" "$i")" || wait_for "$(pool_node_name "$k" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$k" "$i")"
@@ -160,13 +159,6 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
       remove_pool_container "$c"; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
     fi
   done
-}
-
-# The nodes the suite froze while no test wanted them (test/integration/pool.ts), thawed: the suite's end, or an up
-# after a suite that was killed before its end.
-thaw_pool() {
-  local c
-  for c in $($BED_DOCKER ps -q --filter label=node-maint-testbed=pool --filter status=paused); do $BED_DOCKER unpause "$c" >/dev/null; done
 }
 
 # A node container removed, even one that a SIGKILL cannot end: runc freezes a container's cgroup while it changes
