@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -28,8 +28,9 @@ export default function setup(project: TestProject) {
   const machine = machineCpu();
   const dockerHost = (JSON.parse(readFileSync(ENV, 'utf8')) as { bedDockerHost: string }).bedDockerHost;
   const bed = bedCpu(dockerHost);
+  const accounting = startAccounting(join(tmpdir(), `node-maint-suite-acct-${process.pid}`));
   const report = () => {
-    printCpuTable(cpuLog, machineCpu() - machine, bedCpuLines(bedCpuSpent(bed, bedCpu(dockerHost))));
+    printCpuTable(cpuLog, machineCpu() - machine, [...bedCpuLines(bedCpuSpent(bed, bedCpu(dockerHost))), accounting()]);
     rmSync(cpuLog, { force: true });
   };
   // Only the kind file uses the kind cluster (it thaws it while it runs); frozen meanwhile, it costs no CPU.
@@ -52,6 +53,38 @@ export default function setup(project: TestProject) {
 function machineCpu(): number {
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   return (user! + nice! + system! + irq! + softirq!) / 100;
+}
+
+/**
+ * Process accounting (acct's accton) for the suite's run: at its end, the CPU of every process that ended meanwhile,
+ * by command, wherever it ran (the tests' CLIs, vitest's own workers, what ran in the nodes), which the table's other
+ * lines cannot see; daemons that run on are in those lines. A line that says so when accounting cannot be had.
+ */
+function startAccounting(file: string): () => string {
+  try {
+    writeFileSync(file, '');
+    execFileSync('accton', [file], { stdio: 'ignore' });
+  } catch (e) {
+    return () => `  processes by command: no process accounting (accton: ${(e as Error).message.split('\n')[0]})`;
+  }
+  return () => {
+    try {
+      execFileSync('accton', ['off'], { stdio: 'ignore' });
+      // sa's totals, in CPU minutes: "CALLS REre CPUcp AVIOavio MEMk COMMAND"; the first line is the sum of all.
+      const rows = execFileSync('sa', ['-a', file], { encoding: 'utf8' }).trim().split('\n').slice(1)
+        .map((l) => /^\s*(\d+)\s+\S+re\s+([\d.]+)cp\s.*\s(\S+)$/.exec(l))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => ({ command: m[3]!, calls: Number(m[1]), seconds: Number(m[2]) * 60 }))
+        .sort((a, b) => b.seconds - a.seconds);
+      const total = rows.reduce((n, r) => n + r.seconds, 0);
+      const top = rows.slice(0, 15).map((r) => `${r.command} ${r.seconds.toFixed(0)} (${r.calls})`).join(', ');
+      return `  processes that ended meanwhile, each counted whole (since it started), by command (CPU s, runs): ${total.toFixed(0)} s: ${top}`;
+    } catch (e) {
+      return `  processes by command: could not be read (${(e as Error).message.split('\n')[0]})`;
+    } finally {
+      rmSync(file, { force: true });
+    }
+  };
 }
 
 /** The integration files by CPU (their own process and the CLIs they ran), beside the machine's whole busy time. */

@@ -1,7 +1,8 @@
 # Debian packages the bed needs on this machine, and a local apt repository of the runtime versions for the nodes.
-# docker.io, runc and containerd: the binaries of the bed's own dockerd (copied); busybox and gcc: the pods' images.
+# docker.io, runc and containerd: the binaries of the bed's own dockerd (copied); busybox and gcc: the pods' images;
+# acct: the suite's CPU by command (process accounting, test/integration/global-setup.ts).
 HOST_PACKAGES="docker.io runc openssh-client debootstrap busybox-static iproute2 iptables openssl socat util-linux kmod
-procps psmisc jq gcc libc6-dev dpkg-dev curl prometheus prometheus-node-exporter"
+procps psmisc jq gcc libc6-dev dpkg-dev curl prometheus prometheus-node-exporter acct"
 
 install_host_packages() {
   local missing=()
