@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bed, bedDocker, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
 import { expectServing, FAULTS_DIR, lease, reinstalledFromKept, report, type Target } from './faults.js';
-import { bootOf, pinnedDeployment, slowSshdAtBoot, sshdHeldAtBoot, testDropIn, untilSshDown } from './fixtures.js';
+import { bootOf, pinnedDeployment, sshdHeldAtBoot, testDropIn, untilSshDown } from './fixtures.js';
 import { OS_PATCH, osPatch, withOsPatchSource } from './os-patch.js';
 import { onLeasedNode, useNamespace } from './pool.js';
 
@@ -76,7 +76,8 @@ describe('a reboot as a step of the run', () => {
   }));
 
   it.concurrent('SIGKILL of the run while the node is down: the same command at once waits for the node, finishes after the reboot, not again', onLeasedNode('docker', async (t) => {
-    await slowSshdAtBoot(t);
+    // Held, not slowed: a full suite once saw the new boot only after a 15 s sleep of sshd had ended.
+    const sshd = await sshdHeldAtBoot(t);
     const [version, boot] = [await installed(t), await bootOf(t)];
     const restarts = Number(await bedDocker('inspect', '-f', '{{.RestartCount}}', t.container));
     const killed = await upgradeNode(rebootArgs(t, ['--reboot']), {
@@ -89,9 +90,21 @@ describe('a reboot as a step of the run', () => {
     expect(journal).toMatchObject({ status: 'running', reboot: { before: expect.stringMatching(new RegExp(`/${boot}$`)) } });
     expect(journal.steps['reboot-node'].status).toBe('applying');
     expect(journal.reboot.asked).toEqual(expect.any(String));
-    // The same command at once, while the node does not answer: it waits for the new boot before it reads the node.
-    await untilSshDown(t, boot);
-    const again = await upgradeNode(rebootArgs(t, ['--reboot']));
+    // The same command at once, while the node does not answer: it waits for the new boot before it reads the node;
+    // sshd is let go once it says so.
+    let released: Promise<string> | undefined;
+    let again;
+    try {
+      await untilSshDown(t, boot);
+      again = await upgradeNode(rebootArgs(t, ['--reboot']), {
+        onStderr: (text) => {
+          if (!released && text.includes(`waiting up to 180s for ${t.name} to come back on a new boot`)) released = sshd.release();
+        },
+      });
+    } finally {
+      // Never left held: the reset takes the drop-in away, not a wait already under way at this boot.
+      await (released ?? sshd.release());
+    }
     expect(again.code, again.stderr).toBe(0);
     const r = report(again);
     expect(r).toMatchObject({ mode: 'resume', result: 'rebooted' });

@@ -201,6 +201,7 @@ export async function sshdHeldAtBoot(t: TestNode) {
   return { dropIn, release: () => t.sh(`rm -f ${gate}`) };
 }
 
-/** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot). */
+/** Until the node is on a new boot and its sshd not up yet (slowSshdAtBoot, sshdHeldAtBoot); a reboot on a loaded
+ *  machine takes as long as a run's --reboot-timeout 180s allows. */
 export const untilSshDown = (t: TestNode, boot: string) =>
-  waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 60_000, `${t.name} rebooted, its sshd not up yet`);
+  waitFor(async () => (await bootOf(t)) !== boot && (await t.sh('systemctl is-active ssh || true')).trim() !== 'active', 180_000, `${t.name} rebooted, its sshd not up yet`);
