@@ -48,7 +48,7 @@ export default function setup(project: TestProject) {
 
 /**
  * Busy CPU seconds of the whole machine since boot (/proc/stat's first line: user, nice, system, irq and softirq). Not
- * steal: on this VM the hypervisor counts about a fifth of an idle machine's time as stolen, none of a busy one's.
+ * steal: a hypervisor may count a VM's idle time as stolen, which is no work of the suite's.
  */
 function machineCpu(): number {
   const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
