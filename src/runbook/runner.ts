@@ -312,7 +312,7 @@ async function finishRollback(ctx: RunContext, report: RunReport, emit: EventSin
  * idempotent: the plan observes), on a new connection: a cut session costs a retry, not a rollback. A node that
  * booted meanwhile (a power cut) first has what the boot undid done again (kubelet stopped, its sandboxes torn down).
  */
-async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink, report?: RunReport): Promise<StepPlan> {
+export async function runStep(ctx: RunContext, step: Step, index: number, reports: Map<string, StepReport>, emit: EventSink, report?: RunReport): Promise<StepPlan> {
   let attempt = 0;
   let lostAt: number | undefined;
   let saidWaiting = false;
