@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STUCK_AFTER_SECONDS } from '../../src/leaks/detect/sandboxes.js';
-import { applyObjects, kubectl, kubectlJson, waitFor } from './bed.js';
+import { applyObjects, exists, kubectl, kubectlJson, objectPath, waitFor } from './bed.js';
 import { nodeAudit, pinnedPodSpec } from './fixtures.js';
 import { useNamespace, useNodes } from './pool.js';
 
@@ -25,7 +25,7 @@ describe('a pod stuck Terminating by a leftover container', () => {
 
   afterAll(async () => {
     await t.sh('systemctl start kubelet');
-    await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes('holdout'), 180_000, 'holdout gone');
+    await waitFor(async () => !(await exists(objectPath('pod', 'holdout', ns.name))), 180_000, 'holdout gone');
   });
 
   it('is found, with the containers that hold it', async () => {

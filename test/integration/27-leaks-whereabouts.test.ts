@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { applyObjects, bed, kubectl, kubectlJson, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
+import { applyObjects, bed, exists, kubectl, kubectlJson, objectPath, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { report, upgradeArgs } from './faults.js';
 import { crashAndCleanUp, nodeAudit, pinnedDeployment, pinnedPodSpec, sandboxIds, settledNodeAudit, waitForRunning } from './fixtures.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
@@ -124,7 +124,7 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     await kubectl('-n', ns.name, 'delete', 'pod', 'goner', '--wait=false');
     // crictl's own 2 s deadline is too short on a busy machine for a teardown whose DEL cannot read the pools.
     await t.sh(`crictl -t 120s stopp ${keeper.sandbox} >/dev/null && crictl -t 120s rmp ${keeper.sandbox} >/dev/null`);
-    await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes('pod/goner'), 120_000, 'goner deleted');
+    await waitFor(async () => !(await exists(objectPath('pod', 'goner', ns.name))), 120_000, 'goner deleted');
     // Removed here unless kubelet's clean-up was first; if the removal failed, its stopped sandbox holds nothing either.
     await t.sh(`crictl -t 120s rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
     const left = (await t.sh(`crictl pods --id ${goner.sandbox} | tail -n +2`)).trim();
@@ -170,7 +170,7 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const goneSandbox = (await t.sh(`crictl pods -q --no-trunc --state ready --namespace ${ns.name} --name '^${gone!.name}$'`)).trim();
     // containerd's state wiped after the power cut (no DEL ever runs for the old sandboxes); one pod deleted meanwhile.
     await crashAndCleanUp(t, () => kubectl('-n', ns.name, 'delete', 'pod', gone!.name, '--wait=false'));
-    await waitFor(async () => !(await kubectl('-n', ns.name, 'get', 'pods', '-o', 'name')).includes(`pod/${gone!.name}`), 180_000, `${gone!.name} deleted`);
+    await waitFor(async () => !(await exists(objectPath('pod', gone!.name, ns.name))), 180_000, `${gone!.name} deleted`);
     const after = await waitForRunning(ns.name, 'app=crash', 3);
     // whereabouts gives a pod's new sandbox the address its entry has (same pod and interface): the pods that came back
     // kept theirs, and their entries name their new sandboxes. The deleted pod's entry names a sandbox no DEL will reach.

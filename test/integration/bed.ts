@@ -71,8 +71,14 @@ const RESOURCES: Record<string, [string, string, boolean]> = {
   event: ['/api/v1', 'events', true],
   lease: ['/apis/coordination.k8s.io/v1', 'leases', true],
   configmap: ['/api/v1', 'configmaps', true],
+  namespace: ['/api/v1', 'namespaces', false],
+  serviceaccount: ['/api/v1', 'serviceaccounts', true],
   deployment: ['/apis/apps/v1', 'deployments', true],
   rs: ['/apis/apps/v1', 'replicasets', true],
+  replicaset: ['/apis/apps/v1', 'replicasets', true],
+  daemonset: ['/apis/apps/v1', 'daemonsets', true],
+  statefulset: ['/apis/apps/v1', 'statefulsets', true],
+  job: ['/apis/batch/v1', 'jobs', true],
   pdb: ['/apis/policy/v1', 'poddisruptionbudgets', true],
   'blockaffinities.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'blockaffinities', false],
   'ipamblocks.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'ipamblocks', false],
@@ -100,10 +106,17 @@ function parseGet(args: string[]): GetRequest | undefined {
     else positional.push(a);
   }
   const [resource, name, extra] = positional;
-  const known = RESOURCES[resource?.replace(/s$/, '') ?? ''] ?? RESOURCES[resource ?? ''];
-  if (!known || extra !== undefined || (name && all)) return undefined;
+  const path = resource === undefined ? undefined : collectionPath(resource, all ? undefined : namespace);
+  if (!path || extra !== undefined || (name && all)) return undefined;
+  return { path, name, query };
+}
+
+/** The API path of a kind's objects (as kubectl names the kind), in one namespace or all; undefined for a kind not in RESOURCES. */
+function collectionPath(resource: string, namespace: string | undefined): string | undefined {
+  const known = RESOURCES[resource.replace(/s$/, '')] ?? RESOURCES[resource];
+  if (!known) return undefined;
   const [group, plural, namespaced] = known;
-  return { path: `${group}${namespaced && !all ? `/namespaces/${namespace}` : ''}/${plural}`, name, query };
+  return `${group}${namespaced && namespace !== undefined ? `/namespaces/${namespace}` : ''}/${plural}`;
 }
 
 let cluster: Promise<Cluster> | undefined;
@@ -125,6 +138,37 @@ async function inProcessGet(r: GetRequest): Promise<unknown> {
   const item = { apiVersion: list.apiVersion, kind: list.kind.replace(/List$/, '') };
   return { ...list, items: list.items.map((i) => ({ ...item, ...i })) };
 }
+
+/** One object's API path (namespace ignored for a cluster-wide kind); it throws for a kind not in RESOURCES. */
+export function objectPath(resource: string, name: string, namespace = 'default'): string {
+  const path = collectionPath(resource, namespace);
+  if (!path) throw new Error(`objectPath: ${resource} is not in bed.ts's RESOURCES`);
+  return `${path}/${encodeURIComponent(name)}`;
+}
+
+/**
+ * `kubectl delete --ignore-not-found --wait=false` of one object through the bed's client (the suite's resets make
+ * hundreds: a kubectl each costs a tenth of a CPU second): dependents removed in the background, as kubectl does.
+ */
+export async function deleteObject(path: string, gracePeriodSeconds?: number): Promise<void> {
+  const api = await bedCluster();
+  const options = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background', gracePeriodSeconds };
+  await api.request('DELETE', path, options).catch((e: { status?: number }) => {
+    if (e.status !== 404) throw e;
+  });
+}
+
+/** Whether the object at `path` is there (a 404 says it is not; any other error is thrown). */
+export async function exists(path: string): Promise<boolean> {
+  const api = await bedCluster();
+  return api.get(path, { retry: false }).then(
+    () => true,
+    (e: { status?: number }) => (e.status === 404 ? false : Promise.reject(e)),
+  );
+}
+
+/** `kubectl patch --type merge` through the bed's client. */
+export const mergePatchObject = async (path: string, patch: unknown) => void (await (await bedCluster()).mergePatch(path, patch));
 
 /** Watches one node and collects each distinct value of a label it shows, in order (a watch, so no value is missed). */
 export function watchNodeLabel(node: string, label: string): { seen: () => string[]; stop: () => string[] } {

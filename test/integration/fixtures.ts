@@ -1,4 +1,4 @@
-import { applyObjects, auditNode, bedDocker, kubectl, kubectlJson, sh, waitFor } from './bed.js';
+import { applyObjects, auditNode, bedDocker, exists, kubectl, kubectlJson, objectPath, sh, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
 // What tests put on their leased nodes (pods of their own namespace, pinned there) and read back from them.
@@ -69,7 +69,7 @@ export const sandboxIds = async (t: TestNode, state: 'ready' | 'notready' | 'all
 export async function nodeFingerprint(t: TestNode): Promise<Record<string, string>> {
   const node = await kubectlJson('get', 'node', t.name);
   const pods = await kubectlJson('get', 'pods', '-A', '--field-selector', `spec.nodeName=${t.name}`);
-  const lease = await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${t.name}`, '--ignore-not-found', '-o', 'name');
+  const lease = String(await exists(objectPath('lease', `node-maint-${t.name}`, 'kube-system')));
   return {
     files: await t.sh('find /var/lib/cni /var/lib/cri-dockerd /var/lib/dockershim /etc/cni -type f 2>/dev/null | sort | xargs -r md5sum'),
     packages: await t.sh("dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' containerd docker.io runc 2>/dev/null || true"),
@@ -127,7 +127,7 @@ export async function upgradeByHandLikeTheFieldReport(t: TestNode, ns: string, a
     const failures = async () => Number((await t.sh(`journalctl -u kubelet --since @${since} --no-pager | grep -c "kubenet needs a PodCIDR to tear down pods" || true`)).trim());
     await waitFor(async () => (await failures()) >= replicas, 180_000, 'kubelet to fail its teardowns');
     // kubelet fails its teardowns before it has registered the Node again, on a busy machine: the patch needs the object.
-    await waitFor(async () => (await kubectl('get', 'nodes', '-o', 'name')).split('\n').includes(`node/${t.name}`), 120_000, `${t.name} registered again`);
+    await waitFor(async () => exists(objectPath('node', t.name)), 120_000, `${t.name} registered again`);
     // Then its range again, the one it had (kubenet's bridge still has its address): given as an IPAM outside the
     // controller-manager gives it, which the node IPAM, started again, respects.
     await kubectl('patch', 'node', t.name, '--type', 'merge', '-p', JSON.stringify({ spec: { podCIDR: cidr, podCIDRs: [cidr] } }));

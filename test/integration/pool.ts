@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
 import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { bed, bedCluster, bedDocker, kubectl, kubectlJson, waitFor, type Flavour, type Network } from './bed.js';
+import { bed, bedCluster, bedDocker, deleteObject, exists, kubectlJson, mergePatchObject, objectPath, waitFor, type Flavour, type Network } from './bed.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
 // run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
@@ -270,7 +270,7 @@ const ON_NODE_TIMEOUT_MS = 900_000;
  * costs ~190 ms of CPU (dockerd, containerd, a shim, runc), nsenter ~9 ms, and the tests run thousands. The script's
  * processes live in the node's namespaces (they end with it) but are accounted to the test's cgroup.
  */
-export async function onNode(container: string, script: string): Promise<string> {
+export async function onNode(container: string, script: string, entered = false): Promise<string> {
   try {
     const { pid, env } = await nodeProcess(container);
     // Bounded: a node whose container cannot be entered any more (seen once after a reboot) fails the test that meets
@@ -279,6 +279,11 @@ export async function onNode(container: string, script: string): Promise<string>
     return stdout;
   } catch (e) {
     const { code, stderr, killed } = e as { code?: number; stderr?: string; killed?: boolean };
+    // The container started again (a reboot) between the check of its PID and nsenter: once more, on its new PID.
+    if (!entered && /cannot open \/proc\/\d+\/ns\//.test(stderr ?? '')) {
+      nodeProcesses.delete(container);
+      return onNode(container, script, true);
+    }
     const first = script.trim().split('\n')[0];
     const how = killed ? `did not end within ${ON_NODE_TIMEOUT_MS / 1000}s` : `exited ${code}`;
     throw new Error(`on ${container}: \`${first}${script.trim().includes('\n') ? ' ...' : ''}\` ${how}: ${stderr?.trim() || '(no error output)'}`);
@@ -339,16 +344,17 @@ export function onLeasedNode(wanted: PoolKind | 'any', fn: (t: TestNode) => Prom
 
 /** A pod deleted, finalizers and all, and with it (withController) the Deployment, ReplicaSet or other that makes it. */
 async function removePod(pod: any, withController: boolean): Promise<void> {
-  const ns = ['-n', pod.metadata.namespace];
+  const ns: string = pod.metadata.namespace;
   const owner = pod.metadata.ownerReferences?.find((o: any) => o.controller);
   if (withController && owner) {
-    const rs = owner.kind === 'ReplicaSet' ? await kubectlJson('get', 'rs', ...ns, owner.name).catch(() => undefined) : undefined;
+    const rs = owner.kind === 'ReplicaSet' ? await kubectlJson('get', 'rs', '-n', ns, owner.name).catch(() => undefined) : undefined;
     const top = rs?.metadata.ownerReferences?.find((o: any) => o.controller) ?? owner;
-    await kubectl(...ns, 'delete', top.kind.toLowerCase(), top.name, '--ignore-not-found', '--wait=false').catch(() => undefined);
+    await deleteObject(objectPath(top.kind.toLowerCase(), top.name, ns)).catch(() => undefined);
   }
-  if (pod.metadata.finalizers?.length) await kubectl(...ns, 'patch', 'pod', pod.metadata.name, '--type', 'merge', '-p', '{"metadata":{"finalizers":null}}').catch(() => undefined);
+  const path = objectPath('pod', pod.metadata.name, ns);
+  if (pod.metadata.finalizers?.length) await mergePatchObject(path, { metadata: { finalizers: null } }).catch(() => undefined);
   // A second of grace: no test needs its pods' graceful stop once it ended.
-  await kubectl(...ns, 'delete', 'pod', pod.metadata.name, '--ignore-not-found', '--wait=false', '--grace-period=1').catch(() => undefined);
+  await deleteObject(path, 1).catch(() => undefined);
 }
 
 const pinnedTo = (pod: any, node: string) => pod.spec.nodeSelector?.['kubernetes.io/hostname'] === node;
@@ -445,6 +451,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     # kubelet under a unit of another name (test 15): back under kubelet.service.
     if [ -f /etc/systemd/system/kubelet-custom.service ]; then systemctl stop kubelet-custom; rm -f /etc/systemd/system/kubelet-custom.service; systemctl daemon-reload; fi
+    # sshd held at boot by a case that failed before it let go (sshdHeldAtBoot): let go, and up before the next file.
+    if [ -e /var/lib/node-maint-test-sshd-gate ]; then rm -f /var/lib/node-maint-test-sshd-gate; systemctl start ssh; fi
     if ls /etc/systemd/system/*.d/90-node-maint-test.conf >/dev/null 2>&1; then rm -f /etc/systemd/system/*.d/90-node-maint-test.conf; systemctl daemon-reload; systemctl restart containerd; fi
     # A run the agent started that a failed case left (stopped, or failed), and a test's watcher still looping.
     pkill -f '[n]ode-maint-test-install-under-kubelet' || true
@@ -473,20 +481,23 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
   // Calico node's own blocks are calico-ipam's: its tests release what they leak.
   for (const kind of t.network === 'calico' ? [] : ['blockaffinities', 'ipamblocks']) {
     for (const o of (await kubectlJson('get', `${kind}.crd.projectcalico.org`)).items) {
-      if (o.spec.node === t.name || o.spec.affinity === `host:${t.name}`) await kubectl('delete', `${kind}.crd.projectcalico.org`, o.metadata.name, '--ignore-not-found');
+      if (o.spec.node === t.name || o.spec.affinity === `host:${t.name}`) await deleteObject(objectPath(`${kind}.crd.projectcalico.org`, o.metadata.name));
     }
   }
   const node = await kubectlJson('get', 'node', t.name);
   const marks = Object.keys(node.metadata.labels ?? {})
-    .filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour', 'node-maint.io/network'].includes(k)) || k === 'node-role.kubernetes.io/control-plane')
-    .map((k) => `${k}-`);
-  if (marks.length) await kubectl('label', 'node', t.name, ...marks);
-  const notes = Object.keys(node.metadata.annotations ?? {}).filter((k) => k.startsWith('node-maint.io/')).map((k) => `${k}-`);
-  if (notes.length) await kubectl('annotate', 'node', t.name, ...notes);
-  await kubectl('-n', 'kube-system', 'delete', 'lease', `node-maint-${t.name}`, '--ignore-not-found');
-  if (node.spec.unschedulable) await kubectl('uncordon', t.name);
-  // A fleet's waiting taint a killed `pulumi up` left (whatever its stack).
-  for (const taint of (node.spec.taints ?? []).filter((x: any) => x.key === 'node-maint.io/waiting')) await kubectl('taint', 'node', t.name, `${taint.key}:${taint.effect}-`);
+    .filter((k) => (k.startsWith('node-maint.io/') && !['node-maint.io/testbed', 'node-maint.io/flavour', 'node-maint.io/network'].includes(k)) || k === 'node-role.kubernetes.io/control-plane');
+  const notes = Object.keys(node.metadata.annotations ?? {}).filter((k) => k.startsWith('node-maint.io/'));
+  // A fleet's waiting taint a killed `pulumi up` left (whatever its stack); a merge patch sets the list whole, as kubectl taint does.
+  const taints: any[] = node.spec.taints ?? [];
+  const kept = taints.filter((x) => x.key !== 'node-maint.io/waiting');
+  const unset = (keys: string[]) => (keys.length ? Object.fromEntries(keys.map((k) => [k, null])) : undefined);
+  const patch = {
+    metadata: { labels: unset(marks), annotations: unset(notes) },
+    spec: { unschedulable: node.spec.unschedulable ? null : undefined, taints: kept.length < taints.length ? kept : undefined },
+  };
+  if (marks.length || notes.length || node.spec.unschedulable || kept.length < taints.length) await mergePatchObject(objectPath('node', t.name), patch);
+  await deleteObject(objectPath('lease', `node-maint-${t.name}`, 'kube-system'));
   const since = Number(restartedAt.trim().split('\n')[0] || 0) * 1000;
   await waitFor(async () => {
     const n = await kubectlJson('get', 'node', t.name);
@@ -556,12 +567,12 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
 export function useNamespace(): { name: string } {
   const ns = { name: namespaceOf(callerFile()) };
   beforeAll(async () => {
-    await kubectl('delete', 'namespace', ns.name, '--ignore-not-found', '--wait=true', '--timeout=300s');
-    await kubectl('create', 'namespace', ns.name);
-    await waitFor(async () => (await kubectl('-n', ns.name, 'get', 'serviceaccount', 'default', '-o', 'name')).trim() !== '', 60_000, `namespace ${ns.name} ready`);
+    const path = objectPath('namespace', ns.name);
+    await deleteObject(path);
+    await waitFor(async () => !(await exists(path)), 300_000, `namespace ${ns.name} gone`);
+    await (await bedCluster()).request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns.name } });
+    await waitFor(() => exists(objectPath('serviceaccount', 'default', ns.name)), 60_000, `namespace ${ns.name} ready`);
   }, 600_000);
-  afterAll(async () => {
-    await kubectl('delete', 'namespace', ns.name, '--ignore-not-found', '--wait=false');
-  });
+  afterAll(() => deleteObject(objectPath('namespace', ns.name)));
   return ns;
 }
