@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import type { Cluster } from '../../src/cluster/api.js';
+import { kubectlInProcess } from './kubectl-in-process.js';
 
 // Helpers over the local test cluster: its env, kubectl, the runbook CLI as a user runs it, and node fixtures.
 const exec = promisify(execFile);
@@ -51,7 +52,10 @@ export const bed = (): Testbed => JSON.parse(inject('testbed')) as Testbed;
 /** The bed's docker (the pool nodes' containers): its stdout, trimmed. */
 export const bedDocker = (...args: string[]) => promisify(execFile)('docker', ['-H', bed().bedDockerHost, ...args]).then((r) => r.stdout.trim());
 
+/** kubectl as the tests write it; its commonest writes are done in this process (kubectl-in-process.ts). */
 export async function kubectl(...args: string[]): Promise<string> {
+  const done = await kubectlInProcess(bedCluster, args);
+  if (done !== undefined) return done;
   const b = bed();
   const { stdout } = await exec(b.kubectl, ['--kubeconfig', b.kubeconfig, ...args], { maxBuffer: 64 * 2 ** 20 });
   return stdout;
