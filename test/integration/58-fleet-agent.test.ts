@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bed, kubectl, kubectlJson, waitFor } from './bed.js';
 import { AGENT_TEST_LABEL, bedCluster, BED_API_ENV, BED_POLICY, loadAgentImage, removeAgent, withAgent, withoutSsh } from './agent.js';
@@ -27,27 +28,24 @@ describe('pulumi with access: agent', () => {
       const preview = (await stack.run(['preview'])).stdout;
       for (const t of FLEET) expect(preview).toContain(`${t.name}: containerd ${old} -> containerd ${version}`);
       const upAt = Date.now();
-      // What an operator watching the fleet sees: `kubectl get maintenanceruns`, every second while up runs.
+      // What an operator watching the fleet sees: `kubectl get maintenanceruns -w` while up runs (each change, its age cut).
       const rows = new Set<string>();
-      let watching = true;
-      // All of them: named ones, kubectl prints nothing but an error while any one is not made yet.
-      const look = async () => {
-        for (const line of (await kubectl('get', 'maintenanceruns').catch(() => '')).split('\n')) rows.add(line.replace(/\s+/g, ' ').replace(/ \S+$/, ''));
-      };
-      const watch = (async () => {
-        while (watching) {
-          await look();
-          await new Promise((r) => setTimeout(r, 1_000));
-        }
-      })();
+      const b = bed();
+      const watcher = spawn(b.kubectl, ['--kubeconfig', b.kubeconfig, 'get', 'maintenanceruns', '-w']);
+      let buffer = '';
+      watcher.stdout.on('data', (d: Buffer) => {
+        const lines = (buffer + d.toString()).split('\n');
+        buffer = lines.pop()!;
+        for (const line of lines) rows.add(line.replace(/\s+/g, ' ').replace(/ \S+$/, ''));
+      });
+      const succeeded = (t: (typeof FLEET)[number]) => [...rows].some((r) => r.startsWith(`${t.name} ${t.name} upgrade Succeeded`));
       try {
         await stack.run(['up', '--yes', '--skip-preview']);
+        // The last run's last change may still be on its way to the watch when up ends: waited for, not for time.
+        await waitFor(async () => FLEET.every(succeeded), 30_000, 'every run Succeeded in the watch').catch(() => undefined);
       } finally {
-        watching = false;
-        await watch;
+        watcher.kill();
       }
-      // The last look began before up ended: the run that ended last is seen ended only by a look after it.
-      await look();
       expect(rows).toContain('NAME NODE COMMAND PHASE STEP EXIT');
       for (const t of FLEET) {
         expect([...rows].some((r) => new RegExp(`^${t.name} ${t.name} upgrade Running \\d+/12 `).test(r)), [...rows].join('\n')).toBe(true);

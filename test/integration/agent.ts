@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { dump, load } from 'js-yaml';
 import { expect } from 'vitest';
 import { agentBundle, type KubeObject } from '../../src/agent/bundle.js';
-import { applyObjects, kubectl, serviceAccountKubeconfig, waitFor } from './bed.js';
+import { applyObjects, kubectl, kubectlJson, serviceAccountKubeconfig, waitFor } from './bed.js';
 import type { TestNode } from './pool.js';
 
 // The node-maint agent on leased pool nodes or kind's: its image built from dist/ and loaded on the nodes, the shipped
@@ -59,8 +59,11 @@ export function manifest(image: string, { label = LABEL, apiEnv = BED_API_ENV }:
   return docs;
 }
 
-export const agentPods = async (node: string, run: Kubectl = kubectl) =>
-  JSON.parse(await run('get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`, '-o', 'json')).items as any[];
+export async function agentPods(node: string, run: Kubectl = kubectl): Promise<any[]> {
+  const get = ['get', 'pods', '-n', 'node-maint', '-l', selector, '--field-selector', `spec.nodeName=${node}`];
+  // On the bed, answered in this process (kubectlJson); kind's through its kubectl.
+  return (run === kubectl ? await kubectlJson(...get) : JSON.parse(await run(...get, '-o', 'json'))).items;
+}
 
 /** The agent's image built from dist/ and loaded into the nodes' runtimes; its tag. */
 export async function loadAgentImage(names: string[]): Promise<string> {

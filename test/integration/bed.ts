@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import type { Cluster } from '../../src/cluster/api.js';
-import { kubectlInProcess } from './kubectl-in-process.js';
+import { getJsonInProcess, kubectlInProcess } from './kubectl-in-process.js';
 
 // Helpers over the local test cluster: its env, kubectl, the runbook CLI as a user runs it, and node fixtures.
 const exec = promisify(execFile);
@@ -61,86 +61,45 @@ export async function kubectl(...args: string[]): Promise<string> {
   return stdout;
 }
 
-/** `kubectl ... -o json`; a plain `get` is answered in this process (inProcessGet). */
+/** `kubectl ... -o json`; a plain `get` is answered in this process (getJsonInProcess). */
 export async function kubectlJson<T = any>(...args: string[]): Promise<T> {
-  const request = args[0] === 'get' ? parseGet(args.slice(1)) : undefined;
-  if (request) return (await inProcessGet(request)) as T;
+  const got = args[0] === 'get' ? await getJsonInProcess(bedCluster, args.slice(1)) : undefined;
+  if (got !== undefined) return got as T;
   return JSON.parse(await kubectl(...args, '-o', 'json')) as T;
 }
 
-// The resources the tests read, as kubectl names them: the API group's path, the plural, namespaced.
+// The kinds the pool's resets name by path (objectPath): the API group's path, the plural, namespaced.
 const RESOURCES: Record<string, [string, string, boolean]> = {
   node: ['/api/v1', 'nodes', false],
   pod: ['/api/v1', 'pods', true],
-  event: ['/api/v1', 'events', true],
   lease: ['/apis/coordination.k8s.io/v1', 'leases', true],
-  configmap: ['/api/v1', 'configmaps', true],
   namespace: ['/api/v1', 'namespaces', false],
   serviceaccount: ['/api/v1', 'serviceaccounts', true],
   deployment: ['/apis/apps/v1', 'deployments', true],
-  rs: ['/apis/apps/v1', 'replicasets', true],
   replicaset: ['/apis/apps/v1', 'replicasets', true],
   daemonset: ['/apis/apps/v1', 'daemonsets', true],
   statefulset: ['/apis/apps/v1', 'statefulsets', true],
   job: ['/apis/batch/v1', 'jobs', true],
-  pdb: ['/apis/policy/v1', 'poddisruptionbudgets', true],
   'blockaffinities.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'blockaffinities', false],
   'ipamblocks.crd.projectcalico.org': ['/apis/crd.projectcalico.org/v1', 'ipamblocks', false],
 };
 
-interface GetRequest {
-  path: string;
-  name?: string;
-  query: URLSearchParams;
-}
-
-/** A `get` of the form RESOURCE [NAME] [-n NS | -A] [-l SELECTOR] [--field-selector SELECTOR]; anything else, undefined. */
-function parseGet(args: string[]): GetRequest | undefined {
-  const positional: string[] = [];
-  const query = new URLSearchParams();
-  let namespace = 'default';
-  let all = false;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '-n') namespace = args[++i]!;
-    else if (a === '-A') all = true;
-    else if (a === '-l') query.set('labelSelector', args[++i]!);
-    else if (a === '--field-selector') query.set('fieldSelector', args[++i]!);
-    else if (a.startsWith('-')) return undefined;
-    else positional.push(a);
-  }
-  const [resource, name, extra] = positional;
-  const path = resource === undefined ? undefined : collectionPath(resource, all ? undefined : namespace);
-  if (!path || extra !== undefined || (name && all)) return undefined;
-  return { path, name, query };
-}
-
-/** The API path of a kind's objects (as kubectl names the kind), in one namespace or all; undefined for a kind not in RESOURCES. */
-function collectionPath(resource: string, namespace: string | undefined): string | undefined {
+/** The API path of a kind's objects (as kubectl names the kind), in one namespace; undefined for a kind not in RESOURCES. */
+function collectionPath(resource: string, namespace: string): string | undefined {
   const known = RESOURCES[resource.replace(/s$/, '')] ?? RESOURCES[resource];
   if (!known) return undefined;
   const [group, plural, namespaced] = known;
-  return `${group}${namespaced && namespace !== undefined ? `/namespaces/${namespace}` : ''}/${plural}`;
+  return `${group}${namespaced ? `/namespaces/${namespace}` : ''}/${plural}`;
 }
 
 let cluster: Promise<Cluster> | undefined;
 /**
- * The suite polls the API thousands of times (a kubectl costs a tenth of a CPU second): a `get` goes through the
- * runbook's own client, once connected per file, not retried (as kubectl is not). Lists look as kubectl prints them.
+ * The runbook's own API client on the bed, as its admin, one per file: the suite polls the API thousands of times and
+ * a kubectl costs a tenth of a CPU second (kubectl-in-process.ts).
  */
-/** The runbook's own API client on the bed, as its admin: one per file. */
 export function bedCluster(): Promise<Cluster> {
   cluster ??= import('../../src/cluster/api.js').then(({ Cluster }) => Cluster.connect({ kubeconfig: bed().kubeconfig }));
   return cluster;
-}
-
-async function inProcessGet(r: GetRequest): Promise<unknown> {
-  const api = await bedCluster();
-  const qs = r.query.size ? `?${r.query}` : '';
-  if (r.name) return api.get(`${r.path}/${encodeURIComponent(r.name)}${qs}`, { retry: false });
-  const list = await api.get<{ kind: string; apiVersion: string; items: Array<Record<string, unknown>> }>(`${r.path}${qs}`, { retry: false });
-  const item = { apiVersion: list.apiVersion, kind: list.kind.replace(/List$/, '') };
-  return { ...list, items: list.items.map((i) => ({ ...item, ...i })) };
 }
 
 /** One object's API path (namespace ignored for a cluster-wide kind); it throws for a kind not in RESOURCES. */
@@ -280,9 +239,16 @@ export async function applyObjects(objects: unknown[], run: (...args: string[]) 
 
 /** A kubeconfig for a ServiceAccount (a bound token, two hours), on the bed's apiserver (or `run`'s), in a directory of its own. */
 export async function serviceAccountKubeconfig(namespace: string, name: string, run: (...args: string[]) => Promise<string> = kubectl): Promise<{ kubeconfig: string; token: string }> {
+  const kubeconfig = join(mkdtempSync(join(tmpdir(), `node-maint-sa-${name}-`)), 'kubeconfig');
+  if (run === kubectl) {
+    // The bed's: a TokenRequest through the runbook's client, in this process.
+    const api = await bedCluster();
+    const { token } = await api.requestToken(namespace, name, { seconds: 7200 });
+    writeFileSync(kubeconfig, api.kubeconfigAs(`${namespace}:${name}`, { token }));
+    return { kubeconfig, token };
+  }
   const token = (await run('-n', namespace, 'create', 'token', name, '--duration=2h')).trim();
   const admin = JSON.parse(await run('config', 'view', '--raw', '--minify', '-o', 'json'));
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), `node-maint-sa-${name}-`)), 'kubeconfig');
   writeFileSync(kubeconfig, JSON.stringify({
     apiVersion: 'v1', kind: 'Config', 'current-context': name,
     clusters: [{ name: 'bed', cluster: admin.clusters[0].cluster }], users: [{ name: `${namespace}:${name}`, user: { token } }], contexts: [{ name, context: { cluster: 'bed', user: `${namespace}:${name}` } }],

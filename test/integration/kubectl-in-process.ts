@@ -163,8 +163,9 @@ async function cordon(api: Cluster, on: boolean, args: string[]): Promise<string
 }
 
 /**
- * `apply -f FILE` of a JSON file (a List, as applyObjects writes): each object applied server-side, as kubectl's own
- * field manager, taking over what another manager set (kubectl's client-side apply also writes whatever the file says).
+ * `apply -f FILE` of a JSON file (a List, as applyObjects writes): each object made, or patched with what the file says
+ * (a strategic merge, a JSON merge for a custom resource), under kubectl's client-side manager: an update, never an
+ * apply that could conflict with what a stack applied server-side. Fields the file no longer names are not removed.
  */
 async function apply(api: Cluster, args: string[]): Promise<string | undefined> {
   const p = parse(args, ['-f'], ['-f']);
@@ -174,14 +175,46 @@ async function apply(api: Cluster, args: string[]): Promise<string | undefined> 
   const objects = (doc.kind === 'List' ? doc.items ?? [] : [doc]) as Array<{ apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }>;
   const resources = await Promise.all(objects.map((o) => resourceNamed(api, `${o.kind}|${o.apiVersion}`)));
   if (resources.some((r) => !r)) return undefined;
+  const manager = '?fieldManager=kubectl-client-side-apply';
   const lines: string[] = [];
   for (const [i, o] of objects.entries()) {
     const r = resources[i]!;
-    const path = `${objectPathOf(r, o.metadata.name, o.metadata.namespace ?? 'default')}?fieldManager=kubectl&force=true`;
-    await api.request('PATCH', path, o, 'application/apply-patch+yaml', NO_RETRY);
-    lines.push(`${r.display}/${o.metadata.name} serverside-applied\n`);
+    const path = objectPathOf(r, o.metadata.name, o.metadata.namespace ?? 'default');
+    const made = await api.request('POST', `${path.slice(0, path.lastIndexOf('/'))}${manager}`, o, undefined, NO_RETRY).then(
+      () => true,
+      (e: { status?: number }) => (e.status === 409 ? false : Promise.reject(e)),
+    );
+    if (!made) {
+      const patchAs = (type: string) => api.request('PATCH', `${path}${manager}`, o, type, NO_RETRY);
+      // A custom resource takes no strategic merge (415): a JSON merge then, as kubectl does.
+      await patchAs(PATCH_TYPES.strategic!).catch((e: { status?: number }) => (e.status === 415 ? patchAs(PATCH_TYPES.merge) : Promise.reject(e)));
+    }
+    lines.push(`${r.display}/${o.metadata.name} ${made ? 'created' : 'configured'}\n`);
   }
   return lines.join('');
+}
+
+/**
+ * `get KIND [NAME] [-n NS | -A] [-l SEL] [--field-selector SEL]` as `-o json` prints it (a list's items with their kind);
+ * undefined for any other form. Not retried, as kubectl is not.
+ */
+export async function getJsonInProcess(api: () => Promise<Cluster>, args: string[]): Promise<unknown> {
+  const p = parse(args, ['-A', '-l', '--field-selector'], ['-l', '--field-selector']);
+  if (!p || p.positional.length < 1 || p.positional.length > 2 || (p.positional[1] && p.flags.has('-A'))) return undefined;
+  const [kind, name] = p.positional as [string, string | undefined];
+  if (kind.includes(',') || kind.includes('/')) return undefined;
+  const cluster = await api();
+  const r = await resourceNamed(cluster, kind);
+  if (!r) return undefined;
+  const query = new URLSearchParams();
+  if (p.flags.has('-l')) query.set('labelSelector', p.flags.get('-l')!);
+  if (p.flags.has('--field-selector')) query.set('fieldSelector', p.flags.get('--field-selector')!);
+  const qs = query.size ? `?${query}` : '';
+  if (name) return cluster.get(`${objectPathOf(r, name, p.namespace)}${qs}`, NO_RETRY);
+  const collection = `${r.group}${r.namespaced && !p.flags.has('-A') ? `/namespaces/${encodeURIComponent(p.namespace)}` : ''}/${r.plural}`;
+  const list = await cluster.get<{ kind: string; apiVersion: string; items: Array<Record<string, unknown>> }>(`${collection}${qs}`, NO_RETRY);
+  const item = { apiVersion: list.apiVersion, kind: list.kind.replace(/List$/, '') };
+  return { ...list, items: list.items.map((i) => ({ ...item, ...i })) };
 }
 
 /** kubectl's output for the forms it knows, done in this process; undefined for any other (kubectl runs then). */
