@@ -175,13 +175,16 @@ export async function waitUntilNodeReady(ctx: RunContext, postedSince?: number):
     `${ctx.options.node} to be Ready${wantsCidr ? ' with a PodCIDR' : ''} and the runtime network`,
     async () => {
       const node = await getNode(ctx.cluster, ctx.options.node);
-      const network = (await run(ctx.reader, NETWORK_READY_SCRIPT)).trim();
-      if (network === 'unknown') throw new RunbookError('couldNotAudit', `${ctx.options.node} has no crictl: the runtime's network readiness cannot be checked`);
       const cidr = podCidr(node);
       const stale = postedSince !== undefined && (readyPostedAt(node) ?? 0) < postedSince;
+      const nodeReady = (cidr || !wantsCidr) && isReady(node) && !stale;
+      // The runtime is asked once the node says Ready (kubelet posts Ready only on a ready runtime network): one
+      // command on the node then, not one a second while kubelet starts.
+      const network = nodeReady ? (await run(ctx.reader, NETWORK_READY_SCRIPT)).trim() : 'not asked until the node is Ready';
+      if (network === 'unknown') throw new RunbookError('couldNotAudit', `${ctx.options.node} has no crictl: the runtime's network readiness cannot be checked`);
       const cidrWords = wantsCidr ? `PodCIDR ${cidr ?? 'none'}` : `PodCIDR not used by calico-ipam`;
       status = `${cidrWords}, Ready ${readyMessage(node)}${stale ? ' (posted before kubelet started)' : ''}, runtime network ${network}`;
-      return (cidr || !wantsCidr) && isReady(node) && !stale && network === 'ready' ? true : status;
+      return nodeReady && network === 'ready' ? true : status;
     },
     { timeoutMs: ctx.options.readyTimeoutSeconds * 1000, onChange: (seen) => ctx.progress(`waiting: ${seen}`), signal: ctx.stop },
   );

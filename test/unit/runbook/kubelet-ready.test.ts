@@ -25,15 +25,16 @@ function startedKubelet(startedAt: number, ipam = 'host-local', podCIDR = '10.12
     ready('True', startedAt + 3_000),
   ];
   let polls = 0;
+  let asked = 0;
   const lines: string[] = [];
   const ctx = {
     options: { node: 'n1', readyTimeoutSeconds: 20 },
     network: async () => ({ ipam }),
     cluster: { get: async () => seen[Math.min(polls++, seen.length - 1)] },
-    ...onBothWays({ target: 'test', exec: async () => ({ code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
+    ...onBothWays({ target: 'test', exec: async () => (asked++, { code: 0, stdout: 'ready\n', stderr: '' }), close: async () => undefined }),
     progress: (line: string) => lines.push(line),
   } as unknown as RunContext;
-  return { ctx, lines, polls: () => polls };
+  return { ctx, lines, polls: () => polls, asked: () => asked };
 }
 
 describe('waiting for the node after kubelet starts', () => {
@@ -43,7 +44,9 @@ describe('waiting for the node after kubelet starts', () => {
     const status = await waitUntilNodeReady(k.ctx, Math.floor(startedAt / 1000) * 1000);
     expect(k.polls()).toBe(4);
     expect(status).toContain('Ready True (KubeletReady');
-    expect(k.lines[0]).toContain('(posted before kubelet started)');
+    expect(k.lines[0]).toContain('(posted before kubelet started), runtime network not asked until the node is Ready');
+    // The node's runtime is asked once, when the node's own answer is Ready: not at every look.
+    expect(k.asked()).toBe(1);
   }, 30_000);
 
   it('after the run\'s reboot, the kubelet systemd started at boot: the Ready from before the reboot is no answer', async () => {
@@ -57,6 +60,16 @@ describe('waiting for the node after kubelet starts', () => {
     } as unknown as RunContext;
     await expect(startKubelet.apply(ctx, { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' })).resolves.toContain('Ready True');
     expect(k.polls()).toBe(4);
+  }, 30_000);
+
+  it('a Ready node whose runtime network is not ready yet is waited for, the runtime asked at each look', async () => {
+    const k = startedKubelet(Date.now());
+    const answers = ['not-ready', 'not-ready', 'ready'];
+    let asked = 0;
+    const ctx = { ...k.ctx, ...onBothWays({ target: 'test', exec: async () => ({ code: 0, stdout: `${answers[asked++]}\n`, stderr: '' }), close: async () => undefined }) } as unknown as RunContext;
+    expect(await waitUntilNodeReady(ctx)).toContain('runtime network ready');
+    expect(asked).toBe(3);
+    expect(k.lines[0]).toMatch(/Ready True .*runtime network not-ready$/);
   }, 30_000);
 
   it('without a start time (kubelet was already running), the Ready it shows is taken', async () => {
