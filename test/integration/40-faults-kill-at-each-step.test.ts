@@ -1,42 +1,55 @@
 import { describe, expect, it } from 'vitest';
+import { statusLabel } from '../../src/runbook/report.js';
 import { STEPS } from '../../src/steps/index.js';
 import { bed, upgradeNode } from './bed.js';
 import { expectServing, kubeletPid, lease, report, stepLine, upgradeArgs, upgradeKilledAt } from './faults.js';
 import { onLeasedNode } from './pool.js';
 
-// SIGKILL of the runbook as each step starts (the ten boundaries after preflight), then the same command again: the
-// journal on the Lease makes the second process finish the first one's run. Steps done are not done again; after a
-// kill once kubelet is back (steps 9-11), the re-run disrupts nothing: no cordon, no kubelet stop, no teardown. Each
-// case on a node of its own, leased for the case, containerd and docker in turn.
+// SIGKILL of the runbook as each step starts (the eleven boundaries after preflight), in turn: each next process is the
+// same command again, which resumes the run from the journal on the Lease, does the step the last one was killed at,
+// and is killed as the one after starts; the last one finishes the run. Steps done are not done again; once kubelet
+// is back (kills at steps 9-11), nothing of the node's disruption is repeated: no cordon, no kubelet stop, no
+// teardown. One run a flavour, every boundary on each, on a node leased for the case.
 const BOUNDARIES = STEPS.slice(1).map((s, i) => ({ step: s.name, at: i + 1 }));
 const AFTER_KUBELET_IS_BACK = STEPS.findIndex((s) => s.name === 'start-kubelet') + 1;
 
-describe('SIGKILL at each step boundary, then the same command again', () => {
-  it.concurrent.each(BOUNDARIES)('killed as $step starts: the re-run finishes the run, doing nothing twice', ({ step, at }) =>
-    onLeasedNode(at % 2 ? 'containerd' : 'docker', async (t) => {
-      const version = bed().containerd.new;
-      await upgradeKilledAt(t, version, stepLine(step));
-      const killed = await lease(t.name);
-      expect(killed.journal.status).toBe('running');
-      const pidBefore = await kubeletPid(t);
+/** Each step before index `upTo` is said, where it ends in this process's output, done earlier (or nothing to do). */
+function expectNotDoneAgain(stderr: string, upTo: number, what: string): void {
+  for (const [i, s] of STEPS.entries()) {
+    if (i === 0 || i >= upTo) continue;
+    // "[ 2/12] Cordon ..." as it starts, "[ 2/12] done earlier, not again in 0.0s: cordoned" as it ends.
+    const prefix = stepLine(s.name).slice(0, stepLine(s.name).indexOf(']') + 2);
+    const end = stderr.split('\n').find((l) => l.startsWith(prefix) && !l.endsWith(' ...'));
+    expect([`${prefix}done earlier, not again`, `${prefix}${statusLabel(s.name, 'nothing-to-do')}`], `${s.name} ${what}:\n${stderr}`).toContain(end?.replace(/ in [\d.]+s: .*$/, ''));
+  }
+}
 
+describe('SIGKILL at each step boundary, then the same command again', () => {
+  it.concurrent.each(['containerd', 'docker'] as const)('on %s, killed as each step starts in turn: every next run resumes, does nothing twice, and the last one finishes', (flavour) =>
+    onLeasedNode(flavour, async (t) => {
+      const version = bed().containerd.new;
+      let kubeletBack: string | undefined;
+      for (const { step, at } of BOUNDARIES) {
+        const killed = await upgradeKilledAt(t, version, stepLine(step));
+        expect((await lease(t.name)).journal.status, `killed as ${step} starts`).toBe('running');
+        if (at > 1) {
+          expect(killed.stderr).toContain('resuming the run on');
+          // The step the last process was killed at is this one's to do; each before it was done earlier.
+          expectNotDoneAgain(killed.stderr, at - 1, `in the run killed as ${step} starts`);
+        }
+        if (at === AFTER_KUBELET_IS_BACK) kubeletBack = await kubeletPid(t);
+      }
       const again = await upgradeNode(upgradeArgs(t, version));
       expect(again.code, again.stderr).toBe(0);
       const r = report(again);
-      expect(r.result).toBe('upgraded');
-      expect(r.mode).toBe('resume');
-      // Every step the killed process finished is reported as done earlier, and none of them acted again.
-      for (const s of r.steps.slice(1, at)) {
-        expect(['done-earlier', 'nothing-to-do'], `${s.name} after a kill at ${step}`).toContain(s.status);
-      }
-      if (at >= AFTER_KUBELET_IS_BACK) {
-        // Kubelet was back and pods may be returning: nothing of the node's disruption is repeated.
-        expect(await kubeletPid(t)).toBe(pidBefore);
-        for (const name of ['cordon', 'drain', 'stop-kubelet', 'teardown-sandboxes', 'clear-state', 'upgrade-runtime', 'start-kubelet']) {
-          expect(r.steps.find((s: any) => s.name === name).status, name).toBe('done-earlier');
-        }
-      }
+      expect(r).toMatchObject({ result: 'upgraded', mode: 'resume' });
       expect(again.stderr).toContain('resuming the run on');
+      for (const s of r.steps.slice(1, BOUNDARIES.length)) expect(['done-earlier', 'nothing-to-do'], s.name).toContain(s.status);
+      // Kubelet was back and pods may be returning: nothing of the node's disruption was repeated since.
+      expect(await kubeletPid(t)).toBe(kubeletBack);
+      for (const name of ['cordon', 'drain', 'stop-kubelet', 'teardown-sandboxes', 'clear-state', 'upgrade-runtime', 'start-kubelet']) {
+        expect(r.steps.find((s: any) => s.name === name).status, name).toBe('done-earlier');
+      }
       await expectServing(t, version);
     })(),
   );

@@ -41,11 +41,11 @@ describe('docker.io upgraded and rolled back on docker nodes (cri-dockerd, kuben
     const stack = await newStack('docker');
     await configureBedFleet(stack, [t.name], 1);
     await stack.set('targets', JSON.stringify({ 'docker.io': bed().docker.new }));
-    await stack.run(['up', '--yes']);
+    await stack.run(['up', '--yes', '--skip-preview']);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', versionsBefore: { 'docker.io': bed().docker.old }, versionsAfter: { 'docker.io': bed().docker.new }, audit: { findings: 0 } });
     expect(await dockerStatus(t)).toBe(`${bed().docker.new} hi `);
     expect(await runningDockerd(t)).toBe('/usr/sbin/dockerd\ndocker.io');
-    expect((await stack.run(['up', '--yes'])).stdout).toMatch(/2 unchanged/);
+    expect((await stack.run(['up', '--yes', '--skip-preview'])).stdout).toMatch(/2 unchanged/);
   }));
 });
