@@ -6,7 +6,10 @@ import { leftAloneLine } from '../node/cni/owners.js';
 import { configsByNetwork } from '../node/cni/network-mode.js';
 import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
-import type { Step, StepPlan } from '../runbook/step.js';
+import { runtimeUnitsOf } from '../runbook/journal.js';
+import type { RunContext, Step, StepPlan } from '../runbook/step.js';
+import { parseUnitRuns, unitRunsScript } from '../node/units.js';
+import { waitUntil } from '../wait.js';
 
 export interface TeardownPlan extends StepPlan {
   replays: DelReplay[];
@@ -16,6 +19,32 @@ export interface TeardownPlan extends StepPlan {
 
 /** The runtime did not list its sandboxes: never taken as "no sandboxes" (the step fails, and the run rolls back). */
 const notAnswering = (what: string) => new Error(`the container runtime did not answer (its sandbox list failed or timed out): could not ${what}`);
+
+/** How long a runtime the node is still starting (a boot's queued start) is waited for before the step fails. */
+const RUNTIME_START_TIMEOUT_MS = 120_000;
+
+/**
+ * The node's state with its runtime answering: a runtime whose units are still starting (the node back from a power
+ * cut answers SSH before its boot has started them) is waited for; one stopped or failed is not, and the step fails.
+ */
+async function reachableRuntime(ctx: RunContext): Promise<NodeState> {
+  let state = await ctx.nodeState({ fresh: true });
+  if (state.runtimeReachable) return state;
+  const units = ctx.journal.prior ? runtimeUnitsOf(ctx.journal.prior) : [];
+  const starting = async () => [...parseUnitRuns(await run(ctx.reader, unitRunsScript(units)))].filter(([, r]) => r === 'starting').map(([u]) => u);
+  const first = units.length > 0 ? await starting() : [];
+  if (first.length === 0) throw notAnswering('tear down its sandboxes');
+  ctx.progress(`the container runtime is starting (${first.join(', ')}: a start queued by the boot): waiting up to ${RUNTIME_START_TIMEOUT_MS / 1000}s for it`);
+  await waitUntil('the container runtime to start', async () => {
+    const still = await starting();
+    return still.length === 0 ? true : `still starting: ${still.join(', ')}`;
+  }, { timeoutMs: RUNTIME_START_TIMEOUT_MS, signal: ctx.stop }).catch((e: Error) => {
+    throw new Error(`${notAnswering('tear down its sandboxes').message}; ${e.message}`);
+  });
+  state = await ctx.nodeState({ fresh: true });
+  if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');
+  return state;
+}
 
 export function planTeardown(state: NodeState, cidr: string | undefined): Omit<TeardownPlan, 'actions' | 'summary'> {
   const pidBySandbox = new Map(state.sandboxes.map((s) => [s.id, s.pid]));
@@ -42,8 +71,7 @@ export const teardownSandboxes: Step<TeardownPlan> = {
   undoneByBoot: true,
   undo: 'nothing to undo: a torn-down network cannot be put back; kubelet sets up every pod anew when it starts',
   async plan(ctx) {
-    const state = await ctx.nodeState({ fresh: true });
-    if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');
+    const state = await reachableRuntime(ctx);
     const node = await getNode(ctx.cluster, ctx.options.node);
     const plan = planTeardown(state, podCidr(node));
     const leftAlone = leftAloneLine(state);

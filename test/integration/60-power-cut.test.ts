@@ -34,18 +34,30 @@ async function watchInstallsUnderKubelet(t: Target): Promise<() => Promise<strin
 const unpackStarted = (t: Target) => waitFor(async () => (await t.sh(`test -e ${FAULTS_DIR}/preinst-started && echo yes || true`)).trim() === 'yes', 300_000, 'the unpack to start');
 
 describe('a power cut under a run', () => {
-  it.concurrent('over SSH, while dpkg unpacks (containerd): the run waits for the node, stops the boot\'s kubelet and tears down its sandboxes again, then finishes the install, the audit clean', onLeasedNode('containerd', async (t) => {
+  it.concurrent('over SSH, while dpkg unpacks (containerd): the run waits for the node, then for the runtime its boot starts late, stops the boot\'s kubelet and tears down its sandboxes again, then finishes the install, the audit clean', onLeasedNode('containerd', async (t) => {
     const version = bed().containerd.faulty;
+    // At each start containerd waits for a gate (kept by a boot), opened once the run says it waits for the runtime:
+    // the node answers SSH before its boot has started the runtime. The pool's reset removes the drop-in.
+    const gate = '/var/lib/node-maint-test-containerd-gate';
+    await testDropIn(t, 'containerd.service', [`ExecStartPre=/bin/sh -c "while [ -e ${gate} ]; do sleep 0.5; done"`, 'TimeoutStartSec=300']);
+    await t.sh(`touch ${gate}`);
     await setFault(t, 'preinst-slow');
     await clearFault(t, 'preinst-started');
-    const first = upgradeNode(upgradeArgs(t, version));
+    let opened: Promise<string> | undefined;
+    const first = upgradeNode(upgradeArgs(t, version), {
+      onStderr: (text) => {
+        if (!opened && text.includes('the container runtime is starting (containerd: a start queued by the boot)')) opened = t.sh(`rm -f ${gate}`);
+      },
+    });
     await unpackStarted(t);
     await powerCut(t);
     const installsUnderKubelet = await watchInstallsUnderKubelet(t);
     const cut = await first;
+    await opened;
     await clearFault(t, 'preinst-slow');
     expect(cut.code, cut.stderr).toBe(0);
     expect(cut.stderr).toMatch(/does not answer since its session was lost .*; waiting up to 600s for it \(a power cut\?\)/);
+    expect(cut.stderr).toMatch(/the container runtime is starting \(containerd: a start queued by the boot\): waiting up to 120s for it/);
     expect(report(cut)).toMatchObject({ undone: { why: 'boot', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
     expect(await installsUnderKubelet()).toBe('');
     await expectServing(t, version);

@@ -476,7 +476,9 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
       DEBIAN_FRONTEND=noninteractive apt-get install -y -q $reinstall --allow-downgrades --allow-change-held-packages -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confold $change >/dev/null
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
-    systemctl start ${units}`);
+    # Units a case killed mid-way left disabled (crashAndCleanUp, withoutSsh): enabled, or the node's next boot starts none.
+    systemctl is-enabled -q ${units} ssh || systemctl enable -q ${units} ssh
+    systemctl start ${units} ssh`);
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node. A
   // Calico node's own blocks are calico-ipam's: its tests release what they leak.
   for (const kind of t.network === 'calico' ? [] : ['blockaffinities', 'ipamblocks']) {

@@ -146,19 +146,32 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
   for k in $POOL_KINDS; do
     for i in $(seq 1 "$(pool_count "$k" "$@")"); do start_pool_node "$k" "$i"; done
   done
+  local n
   for k in $POOL_KINDS; do
     for i in $(seq 1 "$(pool_count "$k" "$@")"); do
-      powered_off "$(pool_node_name "$k" "$i")" || wait_for "$(pool_node_name "$k" "$i") Ready with a PodCIDR" 180 node_ready_with_cidr "$(pool_node_name "$k" "$i")"
+      n=$(pool_node_name "$k" "$i")
+      # A node a killed test run left broken (its runtime held at boot, units disabled) is replaced, as the suite's reset does.
+      powered_off "$n" || wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n" || recreate_pool_node "$n"
     done
   done
   # Nodes of a larger pool before (testbed/up with fewer nodes now) go.
-  local c n
+  local c
   for c in $($BED_DOCKER ps -a --filter label=node-maint-testbed=pool --format '{{.Names}}'); do
     n=${c#"$POOL_PREFIX"}; k=${n%%-node-*}; i=${n##*-}
     if [ "$i" -gt "$(pool_count "$k" "$@")" ]; then
       remove_pool_container "$c"; stop_bg "ssh-relay-$n"; kubectl delete node "$n" --ignore-not-found >/dev/null
     fi
   done
+}
+
+recreate_pool_node() { # NAME: its container replaced, as a node is re-imaged
+  [[ "$1" =~ ^(docker|containerd|docker-calico|containerd-calico)-node-([0-9]+)$ ]] || { echo "testbed: no pool node $1" >&2; return 2; }
+  log "replacing $1's container (a node re-imaged)"
+  build_local_apt_repo   # cached: names the repository the node mounts
+  remove_pool_container "$POOL_PREFIX$1"
+  kubectl delete node "$1" --ignore-not-found >/dev/null
+  start_pool_node "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+  wait_for "$1 Ready with a PodCIDR" 180 node_ready_with_cidr "$1"
 }
 
 # A node container removed, even one that a SIGKILL cannot end: runc freezes a container's cgroup while it changes
