@@ -9,7 +9,7 @@ import { quote, run } from '../node/transport/index.js';
 import { runtimeUnitsOf } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
 import { parseUnitRuns, unitRunsScript } from '../node/units.js';
-import { waitUntil } from '../wait.js';
+import { WaitTimedOut, waitUntil } from '../wait.js';
 
 export interface TeardownPlan extends StepPlan {
   replays: DelReplay[];
@@ -39,7 +39,8 @@ async function reachableRuntime(ctx: RunContext): Promise<NodeState> {
     const still = await starting();
     return still.length === 0 ? true : `still starting: ${still.join(', ')}`;
   }, { timeoutMs: RUNTIME_START_TIMEOUT_MS, signal: ctx.stop }).catch((e: Error) => {
-    throw new Error(`${notAnswering('tear down its sandboxes').message}; ${e.message}`);
+    // An operator's stop stays a stop (a safe point), not a failure.
+    throw e instanceof WaitTimedOut ? new Error(`${notAnswering('tear down its sandboxes').message}; ${e.message}`) : e;
   });
   state = await ctx.nodeState({ fresh: true });
   if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');

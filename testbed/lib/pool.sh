@@ -150,8 +150,15 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
   for k in $POOL_KINDS; do
     for i in $(seq 1 "$(pool_count "$k" "$@")"); do
       n=$(pool_node_name "$k" "$i")
-      # A node a killed test run left broken (its runtime held at boot, units disabled) is replaced, as the suite's reset does.
-      powered_off "$n" || wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n" || recreate_pool_node "$n"
+      if [ "${DEMO:-0}" = 1 ]; then
+        # The demo's up waits for the node it is told to use (the suite's, leased) only: others may be in a test's reboot.
+        [ -n "${NODE_MAINT_DEMO_NODE:-}" ] && [ "$n" != "$NODE_MAINT_DEMO_NODE" ] || powered_off "$n" ||
+          wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n"
+      else
+        # A node a killed test run left broken (its runtime held at boot, units disabled) is replaced, as the suite's
+        # reset does. Never while the suite runs: its global set-up runs this up before the first test.
+        powered_off "$n" || wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n" || recreate_pool_node "$n"
+      fi
     done
   done
   # Nodes of a larger pool before (testbed/up with fewer nodes now) go.
