@@ -137,8 +137,10 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     await waitFor(async () => (await kubectlJson('get', 'pod', '-n', ns.name, 'keeper')).status.phase === 'Failed', 120_000, 'keeper failed');
 
     // The node's own audit judges what is bound here; a gone pod's allocation is no node's: --cluster-wide reads it.
-    const own = JSON.parse((await nodeAudit(t)).stdout);
-    expect([own.findings.map((f: any) => f.evidence.pod), own.clusterFindings]).toEqual([[`${ns.name}/keeper`], []]);
+    const ownRun = await nodeAudit(t);
+    const own = JSON.parse(ownRun.stdout);
+    // What the audit saw, said if it finds no leak for keeper (a full run saw that once; its cause is not known yet).
+    expect([own.findings.map((f: any) => f.evidence.pod), own.clusterFindings], `${ownRun.stderr}${ownRun.stdout}`).toEqual([[`${ns.name}/keeper`], []]);
     const audit = await nodeAudit(t, ['--cluster-wide']);
     expect(audit.code, audit.stderr).toBe(13);
     const found = JSON.parse(audit.stdout);

@@ -477,7 +477,8 @@ async function tidyPoolNode(t: TestNode, ownNamespace: string): Promise<void> {
     fi
     apt-mark hold ${Object.keys(versions).join(' ')} >/dev/null
     # Units a case killed mid-way left disabled (crashAndCleanUp, withoutSsh): enabled, or the node's next boot starts none.
-    systemctl is-enabled -q ${units} ssh || systemctl enable -q ${units} ssh
+    # One at a time: is-enabled of several units says 0 when any one of them is enabled.
+    for u in ${units} ssh; do systemctl is-enabled -q "$u" || systemctl enable -q "$u"; done
     systemctl start ${units} ssh`);
   // Calico records a test made for the node (its run killed before it removed them) would be leaks of this node. A
   // Calico node's own blocks are calico-ipam's: its tests release what they leak.
