@@ -8,7 +8,7 @@ import { backupLines, backupPath, writtenBackup } from '../node/backup.js';
 import { quote, run } from '../node/transport/index.js';
 import { runtimeUnitsOf } from '../runbook/journal.js';
 import type { RunContext, Step, StepPlan } from '../runbook/step.js';
-import { parseUnitRuns, unitRunsScript } from '../node/units.js';
+import { parseUnitRuns, unitRunsScript, type UnitRun } from '../node/units.js';
 import { WaitTimedOut, waitUntil } from '../wait.js';
 
 export interface TeardownPlan extends StepPlan {
@@ -25,25 +25,30 @@ const RUNTIME_START_TIMEOUT_MS = 120_000;
 
 /**
  * The node's state with its runtime answering: a runtime whose units are still starting (the node back from a power
- * cut answers SSH before its boot has started them) is waited for; one stopped or failed is not, and the step fails.
+ * cut answers SSH before its boot has started them) is waited for, and once they run, until it answers (its CRI
+ * serves a moment after systemd calls it started); one stopped or failed is not, and the step fails.
  */
 async function reachableRuntime(ctx: RunContext): Promise<NodeState> {
   let state = await ctx.nodeState({ fresh: true });
   if (state.runtimeReachable) return state;
   const units = ctx.journal.prior ? runtimeUnitsOf(ctx.journal.prior) : [];
-  const starting = async () => [...parseUnitRuns(await run(ctx.reader, unitRunsScript(units)))].filter(([, r]) => r === 'starting').map(([u]) => u);
-  const first = units.length > 0 ? await starting() : [];
+  const runs = async () => parseUnitRuns(await run(ctx.reader, unitRunsScript(units)));
+  const starting = (r: Map<string, UnitRun>) => [...r].filter(([, x]) => x === 'starting').map(([u]) => u);
+  const first = units.length > 0 ? starting(await runs()) : [];
   if (first.length === 0) throw notAnswering('tear down its sandboxes');
   ctx.progress(`the container runtime is starting (${first.join(', ')}: a start queued by the boot): waiting up to ${RUNTIME_START_TIMEOUT_MS / 1000}s for it`);
-  await waitUntil('the container runtime to start', async () => {
-    const still = await starting();
-    return still.length === 0 ? true : `still starting: ${still.join(', ')}`;
-  }, { timeoutMs: RUNTIME_START_TIMEOUT_MS, signal: ctx.stop }).catch((e: Error) => {
+  await waitUntil('the container runtime to start and answer', async () => {
+    const now = await runs();
+    const still = starting(now);
+    if (still.length > 0) return `still starting: ${still.join(', ')}`;
+    const down = [...now].filter(([, x]) => x === 'stopped').map(([u]) => u);
+    if (down.length > 0) throw new Error(`${notAnswering('tear down its sandboxes').message}: ${down.join(', ')} did not start`);
+    state = await ctx.nodeState({ fresh: true });
+    return state.runtimeReachable ? true : 'started, not answering yet';
+  }, { timeoutMs: RUNTIME_START_TIMEOUT_MS, intervalMs: 2_000, signal: ctx.stop }).catch((e: Error) => {
     // An operator's stop stays a stop (a safe point), not a failure.
     throw e instanceof WaitTimedOut ? new Error(`${notAnswering('tear down its sandboxes').message}; ${e.message}`) : e;
   });
-  state = await ctx.nodeState({ fresh: true });
-  if (!state.runtimeReachable) throw notAnswering('tear down its sandboxes');
   return state;
 }
 
