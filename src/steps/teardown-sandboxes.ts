@@ -31,23 +31,24 @@ const RUNTIME_START_TIMEOUT_MS = 120_000;
 async function reachableRuntime(ctx: RunContext): Promise<NodeState> {
   let state = await ctx.nodeState({ fresh: true });
   if (state.runtimeReachable) return state;
+  const cannot = notAnswering('tear down its sandboxes').message;
   const units = ctx.journal.prior ? runtimeUnitsOf(ctx.journal.prior) : [];
-  const runs = async () => parseUnitRuns(await run(ctx.reader, unitRunsScript(units)));
-  const starting = (r: Map<string, UnitRun>) => [...r].filter(([, x]) => x === 'starting').map(([u]) => u);
-  const first = units.length > 0 ? starting(await runs()) : [];
-  if (first.length === 0) throw notAnswering('tear down its sandboxes');
+  const runs = async () => [...parseUnitRuns(await run(ctx.reader, unitRunsScript(units)))];
+  const inRun = (now: Array<[string, UnitRun]>, which: UnitRun) => now.filter(([, r]) => r === which).map(([u]) => u);
+  const first = units.length > 0 ? inRun(await runs(), 'starting') : [];
+  if (first.length === 0) throw new Error(cannot);
   ctx.progress(`the container runtime is starting (${first.join(', ')}: a start queued by the boot): waiting up to ${RUNTIME_START_TIMEOUT_MS / 1000}s for it`);
   await waitUntil('the container runtime to start and answer', async () => {
     const now = await runs();
-    const still = starting(now);
+    const still = inRun(now, 'starting');
     if (still.length > 0) return `still starting: ${still.join(', ')}`;
-    const down = [...now].filter(([, x]) => x === 'stopped').map(([u]) => u);
-    if (down.length > 0) throw new Error(`${notAnswering('tear down its sandboxes').message}: ${down.join(', ')} did not start`);
+    const down = inRun(now, 'stopped');
+    if (down.length > 0) throw new Error(`${cannot}: ${down.join(', ')} did not start`);
     state = await ctx.nodeState({ fresh: true });
     return state.runtimeReachable ? true : 'started, not answering yet';
   }, { timeoutMs: RUNTIME_START_TIMEOUT_MS, intervalMs: 2_000, signal: ctx.stop }).catch((e: Error) => {
     // An operator's stop stays a stop (a safe point), not a failure.
-    throw e instanceof WaitTimedOut ? new Error(`${notAnswering('tear down its sandboxes').message}; ${e.message}`) : e;
+    throw e instanceof WaitTimedOut ? new Error(`${cannot}; ${e.message}`) : e;
   });
   return state;
 }
