@@ -6,14 +6,21 @@ import type { ReclaimPlan } from './plan.js';
 // The node side of reclaim, in one script: back up, replay DELs, then delete what is still dead under host-local's
 // own flock, re-checking each file's owner inside the lock. Prints one "<verdict>\t<what>" line per item.
 export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavor; binDir: string; backupDir: string; ipamRoots: string[] }): string {
-  const exists = options.flavor === 'containerd'
-    ? 'crictl inspectp "$1" >/dev/null 2>&1 || crictl inspect "$1" >/dev/null 2>&1'
-    : 'docker inspect --type container "$1" >/dev/null 2>&1';
+  // Whether the owner lives, in three answers: a runtime that fails to answer (busy, restarting) proves no death.
+  const state = options.flavor === 'containerd'
+    ? [
+      'o=$(crictl --timeout 30s inspectp "$1" 2>&1) && echo alive && return',
+      'case $o in *"code = NotFound"*) ;; *) echo unknown; return ;; esac',
+      'o=$(crictl --timeout 30s inspect "$1" 2>&1) && echo alive && return',
+      'case $o in *"code = NotFound"*) echo dead ;; *) echo unknown ;; esac',
+    ]
+    : ['o=$(docker inspect --type container "$1" 2>&1) && echo alive && return', 'case $o in *"No such container"*) echo dead ;; *) echo unknown ;; esac'];
   const lines = [
     'set +e',
     `B=${quote(options.backupDir)}`,
     'mkdir -p "$B"',
-    `container_exists() { ${exists}; }`,
+    `container_state() {\n  local o\n  ${state.join('\n  ')}\n}`,
+    'unknown() { printf "failed\\t%s\\tkept: the runtime did not say whether container %s exists\\n" "$1" "$2"; }',
     'backup() { mkdir -p "$B$(dirname "$1")" && cp -p "$1" "$B$1"; }',
   ];
   for (const r of plan.replays) lines.push(`backup ${quote(r.entryPath)}`);
@@ -29,7 +36,8 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
         `f=${quote(r.path)}; id=${quote(r.containerId)}`,
         'if [ ! -f "$f" ]; then printf "gone\\t%s\\n" "$f"',
         'elif [ "$(head -n1 "$f" | tr -d "\\r")" != "$id" ]; then printf "changed\\t%s\\n" "$f"',
-        'elif container_exists "$id"; then printf "alive\\t%s\\n" "$f"',
+        'elif s=$(container_state "$id"); [ "$s" = alive ]; then printf "alive\\t%s\\n" "$f"',
+        'elif [ "$s" != dead ]; then unknown "$f" "$id"',
         'elif backup "$f" && rm -f "$f"; then printf "freed\\t%s\\n" "$f"',
         'else printf "failed\\t%s\\n" "$f"; fi',
       );
@@ -41,7 +49,8 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
     lines.push(
       `f=${quote(c.path)}; id=${quote(c.sandboxId)}`,
       'if [ ! -f "$f" ]; then printf "gone\\t%s\\n" "$f"',
-      'elif container_exists "$id"; then printf "alive\\t%s\\n" "$f"',
+      'elif s=$(container_state "$id"); [ "$s" = alive ]; then printf "alive\\t%s\\n" "$f"',
+      'elif [ "$s" != dead ]; then unknown "$f" "$id"',
       `elif ls /var/lib/cni/cache/results/*-"$id"-* /var/lib/cni/results/*-"$id"-* >/dev/null 2>&1 || ${ipamHolds}; then printf "network-held\\t%s\\n" "$f"`,
       'elif backup "$f" && rm -f "$f"; then printf "freed\\t%s\\n" "$f"',
       'else printf "failed\\t%s\\n" "$f"; fi',

@@ -122,7 +122,9 @@ if command -v docker >/dev/null 2>&1 && timeout 60 docker ps -a --no-trunc --fil
 elif command -v docker >/dev/null 2>&1; then
   sec docker down
 fi
-if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 60 crictl pods -o json > "$tmp/pods" && timeout 60 crictl ps -a -o json > "$tmp/containers"; then
+# crictl's own deadline (2 s a call) runs out on a loaded node; a runtime that did not answer makes the audit unverifiable.
+if command -v crictl >/dev/null 2>&1 && ! systemctl show -p LoadState cri-docker 2>/dev/null | grep -q '=loaded' && timeout 60 crictl --timeout 30s pods -o json > "$tmp/pods" &&
+  timeout 60 crictl --timeout 30s ps -a -o json > "$tmp/containers"; then
   sec crictl-pods
   cat "$tmp/pods"
   sec crictl-containers
