@@ -223,7 +223,7 @@ describe('preflight, before anything changes', () => {
   it.concurrent('a runtime whose sandbox list fails once kubelet is stopped: the teardown fails closed (never "0 sandboxes") and the node is rolled back', onNode(async (t) => {
     // crictl answers `info`, but its `pods` fails while kubelet is down: what a runtime too busy to list looks like.
     await t.sh(`mv /usr/local/bin/crictl /usr/local/bin/crictl.nm-test-aside && printf '%s\\n' '#!/bin/sh' \\
-      'if [ "$1" = pods ] && ! systemctl is-active -q kubelet; then echo "context deadline exceeded" >&2; exit 1; fi' \\
+      'case " $* " in *" pods "*) systemctl is-active -q kubelet || { echo "context deadline exceeded" >&2; exit 1; } ;; esac' \\
       'exec /usr/local/bin/crictl.nm-test-aside "$@"' > /usr/local/bin/crictl && chmod +x /usr/local/bin/crictl`);
     try {
       const result = await upgradeNode(upgradeArgs(t, bed().containerd.new));
