@@ -125,10 +125,14 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     // crictl's own 2 s deadline is too short on a busy machine for a teardown whose DEL cannot read the pools.
     await t.sh(`crictl -t 120s stopp ${keeper.sandbox} >/dev/null && crictl -t 120s rmp ${keeper.sandbox} >/dev/null`);
     await waitFor(async () => !(await exists(objectPath('pod', 'goner', ns.name))), 120_000, 'goner deleted');
-    // Removed here unless kubelet's clean-up was first; if the removal failed, its stopped sandbox holds nothing either.
-    await t.sh(`crictl -t 120s rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
-    const left = (await t.sh(`crictl pods --id ${goner.sandbox} | tail -n +2`)).trim();
-    if (left) console.log(`27: goner's sandbox is still there: ${left}`);
+    // Both sandboxes gone (goner's removed here unless kubelet's clean-up was first), and no DEL of whereabouts under way
+    // on the node: one queued behind its leader election (kubelet's own stop of keeper's sandbox) released keeper's
+    // entry once the pools were back, in a full run. Once the sandboxes are gone no DEL can come for them.
+    await waitFor(async () => {
+      await t.sh(`crictl -t 120s rmp -f ${goner.sandbox} >/dev/null 2>&1 || true`);
+      const listed = `{ crictl -t 60s pods -q || echo unanswered; } | grep -x -e ${keeper.sandbox} -e ${goner.sandbox} -e unanswered`;
+      return (await t.sh(`${listed}; pgrep -x whereabouts; true`)).trim() === '';
+    }, 120_000, "keeper's and goner's sandboxes gone, no whereabouts DEL under way on the node");
     console.log(`27: whereabouts without its pools for ${Date.now() - t0} ms`);
     expect([...(await allocations('keeper')), ...(await allocations('goner'))]).toEqual(expect.arrayContaining([`${keeper.ip} ${ns.name}/keeper ${keeper.sandbox}`, `${goner.ip} ${ns.name}/goner ${goner.sandbox}`]));
     await applyObjects([binding(t, 'pools')]);
