@@ -14,7 +14,15 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
       'o=$(crictl --timeout 30s inspect "$1" 2>&1) && echo alive && return',
       'case $o in *"code = NotFound"*) echo dead ;; *) echo unknown ;; esac',
     ]
-    : ['o=$(docker inspect --type container "$1" 2>&1) && echo alive && return', 'case $o in *"No such container"*) echo dead ;; *) echo unknown ;; esac'];
+    : [
+      'o=$(docker inspect --type container "$1" 2>&1) && echo alive && return',
+      'case $o in *"No such container"*) echo dead ;; *) echo unknown ;; esac',
+    ];
+  // The two branches after a file's own checks: alive is kept, unknown is kept and said; only dead goes on.
+  const ownerChecked = [
+    'elif s=$(container_state "$id"); [ "$s" = alive ]; then printf "alive\\t%s\\n" "$f"',
+    'elif [ "$s" != dead ]; then unknown "$f" "$id"',
+  ];
   const lines = [
     'set +e',
     `B=${quote(options.backupDir)}`,
@@ -36,8 +44,7 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
         `f=${quote(r.path)}; id=${quote(r.containerId)}`,
         'if [ ! -f "$f" ]; then printf "gone\\t%s\\n" "$f"',
         'elif [ "$(head -n1 "$f" | tr -d "\\r")" != "$id" ]; then printf "changed\\t%s\\n" "$f"',
-        'elif s=$(container_state "$id"); [ "$s" = alive ]; then printf "alive\\t%s\\n" "$f"',
-        'elif [ "$s" != dead ]; then unknown "$f" "$id"',
+        ...ownerChecked,
         'elif backup "$f" && rm -f "$f"; then printf "freed\\t%s\\n" "$f"',
         'else printf "failed\\t%s\\n" "$f"; fi',
       );
@@ -49,8 +56,7 @@ export function reclaimScript(plan: ReclaimPlan, options: { flavor: RuntimeFlavo
     lines.push(
       `f=${quote(c.path)}; id=${quote(c.sandboxId)}`,
       'if [ ! -f "$f" ]; then printf "gone\\t%s\\n" "$f"',
-      'elif s=$(container_state "$id"); [ "$s" = alive ]; then printf "alive\\t%s\\n" "$f"',
-      'elif [ "$s" != dead ]; then unknown "$f" "$id"',
+      ...ownerChecked,
       `elif ls /var/lib/cni/cache/results/*-"$id"-* /var/lib/cni/results/*-"$id"-* >/dev/null 2>&1 || ${ipamHolds}; then printf "network-held\\t%s\\n" "$f"`,
       'elif backup "$f" && rm -f "$f"; then printf "freed\\t%s\\n" "$f"',
       'else printf "failed\\t%s\\n" "$f"; fi',

@@ -18,11 +18,12 @@ const ANSWERS = {
 let dir = '';
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function reclaimOne(flavor: 'containerd' | 'dockershim', answer: keyof typeof ANSWERS) {
+function reclaimOne(flavor: 'containerd' | 'dockershim', answer: keyof typeof ANSWERS, what: 'reservation' | 'checkpoint' = 'reservation') {
   dir = mkdtempSync('/tmp/reclaim-script-');
   const net = join(dir, 'networks', 'pods');
   mkdirSync(net, { recursive: true });
-  const path = join(net, '10.88.0.7');
+  // A checkpoint lies outside the IPAM directories (one there naming the sandbox keeps it as network-held).
+  const path = what === 'checkpoint' ? join(dir, 'checkpoint') : join(net, '10.88.0.7');
   writeFileSync(path, `${ID}\neth0`);
   const { text, code } = ANSWERS[answer];
   for (const tool of ['crictl', 'docker']) {
@@ -30,7 +31,9 @@ function reclaimOne(flavor: 'containerd' | 'dockershim', answer: keyof typeof AN
     chmodSync(join(dir, tool), 0o755);
   }
   const plan: ReclaimPlan = {
-    replays: [], reservations: [{ path, dir: net, containerId: ID, ip: '10.88.0.7' }], checkpoints: [], netns: [], containers: [],
+    replays: [], netns: [], containers: [],
+    reservations: what === 'reservation' ? [{ path, dir: net, containerId: ID, ip: '10.88.0.7' }] : [],
+    checkpoints: what === 'checkpoint' ? [{ path, sandboxId: ID }] : [],
     calico: [], whereabouts: [], skipped: [], refused: [],
   };
   const script = reclaimScript(plan, { flavor, binDir: dir, backupDir: join(dir, 'backup'), ipamRoots: [join(dir, 'networks')] });
@@ -51,6 +54,10 @@ describe('the reclaim script asks the runtime whether a reservation\'s owner liv
     ['dockershim', 'dockerDown'],
   ] as const)('%s not answering: the reservation is kept and the outcome says why (fail closed)', (flavor, answer) => {
     expect(reclaimOne(flavor, answer)).toEqual({ outcomes: [['failed', `kept: the runtime did not say whether container ${ID} exists`]], kept: true, backedUp: false });
+  });
+
+  it('a checkpoint whose sandbox the runtime cannot tell about is kept too', () => {
+    expect(reclaimOne('dockershim', 'dockerDown', 'checkpoint')).toMatchObject({ outcomes: [['failed', expect.stringMatching(/^kept: /)]], kept: true });
   });
 
   it('a container the runtime finds is alive: kept', () => {
