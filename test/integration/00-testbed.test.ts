@@ -67,6 +67,12 @@ describe('the local test cluster', () => {
     for (const v of [bed().containerd.old, bed().containerd.new, bed().containerd.faulty]) expect(policy).toContain(v);
   });
 
+  // A node's shutdown stops every process of the node before its SIGTERM (systemd-shutdown's kill(-1, SIGSTOP)): a
+  // test's command caught in it must go on to its end, or the node's reboot cannot end (test 52 once waited 15 minutes).
+  it('runs a script stopped midway, as a node\'s shutdown stops every process, to its end', async () => {
+    expect((await docker.sh('kill -STOP $$; echo resumed')).trim()).toBe('resumed');
+  }, 30_000);
+
   it('says what runs', async () => {
     // Exit 1 when any part is stopped, and files beside this one stop some on purpose (node-ipam, a node's kubelet).
     const status = await exec('bash', ['testbed/status']).then((r) => r.stdout, (e) => e.stdout as string);

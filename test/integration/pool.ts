@@ -262,6 +262,18 @@ const readFileSafe = (path: string) => {
   }
 };
 
+/**
+ * nsenter, which forks into the node's PID namespace, stops itself when its child is stopped and waits for a shell's
+ * job control to continue it (util-linux's continue_as_child). A node's shutdown stops every process of the node
+ * (systemd-shutdown: kill(-1, SIGSTOP), then SIGTERM and SIGCONT): the child dies, but nsenter, stopped, never reaps it,
+ * and the node's PID namespace, its reboot with it, cannot end until nsenter is killed. Continued here as a shell would.
+ */
+function resumeWhenStopped(pid: number | undefined): NodeJS.Timeout {
+  return setInterval(() => {
+    if (pid && /^\d+ \(.*\) T /.test(readFileSafe(`/proc/${pid}/stat`))) process.kill(pid, 'SIGCONT');
+  }, 1000).unref();
+}
+
 /** Longer than anything a test runs in a node (the pool's reset waits up to 600 s for an apt a killed run left). */
 const ON_NODE_TIMEOUT_MS = 900_000;
 
@@ -273,10 +285,14 @@ const ON_NODE_TIMEOUT_MS = 900_000;
 export async function onNode(container: string, script: string, entered = false): Promise<string> {
   try {
     const { pid, env } = await nodeProcess(container);
-    // Bounded: a node whose container cannot be entered any more (seen once after a reboot) fails the test that meets
-    // it, instead of hanging it to its timeout.
-    const { stdout } = await exec('nsenter', ['-t', String(pid), '-a', '--', 'env', '-i', ...env, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20, timeout: ON_NODE_TIMEOUT_MS, killSignal: 'SIGKILL' });
-    return stdout;
+    // Bounded: a script that never ends fails the test that meets it, instead of hanging it to its timeout.
+    const entering = exec('nsenter', ['-t', String(pid), '-a', '--', 'env', '-i', ...env, 'bash', '-c', script], { maxBuffer: 64 * 2 ** 20, timeout: ON_NODE_TIMEOUT_MS, killSignal: 'SIGKILL' });
+    const resuming = resumeWhenStopped(entering.child.pid);
+    try {
+      return (await entering).stdout;
+    } finally {
+      clearInterval(resuming);
+    }
   } catch (e) {
     const { code, stderr, killed } = e as { code?: number; stderr?: string; killed?: boolean };
     // The container started again (a reboot) between the check of its PID and nsenter: once more, on its new PID.
