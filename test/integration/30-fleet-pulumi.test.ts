@@ -101,12 +101,17 @@ describe('pulumi up with one node made to fail', () => {
   let stack: PulumiStack;
   const hook = `/etc/apt/apt.conf.d/99node-maint-test-fail`;
 
+  // The fleet is at the new containerd (the ups above): this up takes it back to the old one, which also leaves the
+  // nodes as the next file's reset wants them (no reset here, none there: each would reinstall the old containerd).
   beforeAll(async () => {
-    await Promise.all(FLEET.map((n) => n.reset()));
+    for (const node of FLEET) expect(await containerdOn(node)).toBe(bed().containerd.new);
+    // The Leases of the runs above (their journals) go, as a reset removes them: "no Lease" below means this up's.
+    await kubectl('-n', 'kube-system', 'delete', 'lease', ...names().map((n) => `node-maint-${n}`), '--ignore-not-found');
     stack = await newStack('failing');
     await configureBedFleet(stack, names(), 2);
-    // The first node refuses the new containerd in dpkg: its upgrade fails for real, and rolls back.
-    const pattern = `containerd_${bed().containerd.new.replace(/[~+]/g, '.')}`;
+    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.old }));
+    // The first node refuses the old containerd in dpkg: its change fails for real, and rolls back to the new one.
+    const pattern = `containerd_${bed().containerd.old.replace(/[~+]/g, '.')}`;
     await FLEET[0]!.sh(`echo 'DPkg::Pre-Install-Pkgs {"if grep -q ${pattern}; then echo test: refusing >&2; exit 1; fi";};' > ${hook}`);
   });
 
@@ -119,18 +124,18 @@ describe('pulumi up with one node made to fail', () => {
     const failed = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(failed.code).not.toBe(0);
     expect(failed.stdout).toMatch(new RegExp(`${first.name}: rolled-back \\(exit 11\\)`));
-    expect(await containerdOn(first)).toBe(bed().containerd.old);
+    expect(await containerdOn(first)).toBe(bed().containerd.new);
     expect((await kubectlJson('get', 'node', first.name)).spec.unschedulable).toBeUndefined();
-    // The second wave never started: no Lease, no journal, old containerd.
+    // The second wave never started: no Lease, no journal, its containerd as it was.
     for (const node of [third, fourth]) {
-      expect(await containerdOn(node)).toBe(bed().containerd.old);
+      expect(await containerdOn(node)).toBe(bed().containerd.new);
       expect(await kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${node.name}`, '--ignore-not-found')).toBe('');
     }
 
     await first.sh(`rm -f ${hook}`);
     const fixed = await stack.run(['up', '--yes', '--skip-preview']);
     expect(fixed.stdout).toMatch(/Resources:/);
-    for (const node of FLEET) expect(await containerdOn(node)).toBe(bed().containerd.new);
+    for (const node of FLEET) expect(await containerdOn(node)).toBe(bed().containerd.old);
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     for (const node of names()) expect(outputs.nodes[node].audit.findings).toBe(0);
   });

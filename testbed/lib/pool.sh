@@ -155,9 +155,11 @@ start_pool() { # DOCKER_NODES CONTAINERD_NODES CALICO_NODES_PER_RUNTIME
         [ -n "${NODE_MAINT_DEMO_NODE:-}" ] && [ "$n" != "$NODE_MAINT_DEMO_NODE" ] || powered_off "$n" ||
           wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n"
       else
-        # A node a killed test run left broken (its runtime held at boot, units disabled) is replaced, as the suite's
-        # reset does. Never while the suite runs: its global set-up runs this up before the first test.
-        powered_off "$n" || wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n" || recreate_pool_node "$n"
+        # A node a killed test run left with its units stopped has them started, as an operator would; one left broken
+        # (its runtime held at boot, units disabled) is replaced, as the suite's reset does. Never while the suite runs:
+        # its global set-up runs this up before the first test.
+        powered_off "$n" || node_ready_with_cidr "$n" || { start_stopped_units "$n"; wait_for "$n Ready with a PodCIDR" 180 node_ready_with_cidr "$n"; } ||
+          recreate_pool_node "$n"
       fi
     done
   done
@@ -192,6 +194,19 @@ remove_pool_container() { # CONTAINER
     case "$f" in *freezer.state) s=$(cat "$f" 2>/dev/null) && [ "$s" != THAWED ] && echo THAWED 2>/dev/null > "$f" ;; *) echo 0 2>/dev/null > "$f" ;; esac || true
   done
   $BED_DOCKER rm -f -v "$1" >/dev/null
+}
+
+# The node's runtime, kubelet and sshd started where they are stopped (a test run killed while it had them down).
+start_stopped_units() { # NAME
+  local stopped
+  # Only on a node whose boot ended: a node still booting starts its units itself, in its own order.
+  stopped=$(timeout 20 $BED_DOCKER exec "$POOL_PREFIX$1" sh -c 'case "$(systemctl is-system-running)" in running|degraded) ;; *) exit 0 ;; esac
+    for u in containerd docker cri-docker kubelet ssh; do
+      if systemctl cat "$u" >/dev/null 2>&1 && ! systemctl is-active -q "$u"; then echo "$u"; fi; done' 2>/dev/null) ||
+    return 0
+  [ -n "$stopped" ] || return 0
+  log "$1: starting what a killed test left stopped: $(echo $stopped)"
+  timeout 60 $BED_DOCKER exec "$POOL_PREFIX$1" systemctl start $stopped >/dev/null 2>&1 || true
 }
 
 node_ready_with_cidr() {
