@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { bed, DRAIN_FLAGS, kubectlJson, upgradeNode, waitFor } from './bed.js';
+import { bed, DRAIN_FLAGS, kubectl, kubectlJson, upgradeNode, waitFor } from './bed.js';
 import { report, stepLine } from './faults.js';
 import { useNodes } from './pool.js';
 import { containerdOn } from './pulumi.js';
@@ -21,18 +21,27 @@ afterAll(async () => {
 });
 
 describe('kubelet under a unit of another name', () => {
-  it('is stopped and started through that unit, and the upgrade goes through', async () => {
+  it('is stopped and started through that unit, and the upgrade goes through; the node, cordoned before the run, stays cordoned after it', async () => {
     // The bed's kubelet unit, as a unit of another name; kubelet.service itself left stopped (and loaded).
     await t.sh(`systemctl cat kubelet | grep -v '^# /' > ${CUSTOM} && systemctl daemon-reload && systemctl stop kubelet && systemctl start kubelet-custom`);
     await readyAfter(await nodeClock());
-    const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
-    expect(result.code, result.stderr).toBe(0);
-    const steps = report(result).steps as Array<{ name: string; summary: string }>;
-    expect(steps.find((s) => s.name === 'preflight')!.summary).toContain('kubelet runs as kubelet-custom.service');
-    expect(steps.find((s) => s.name === 'stop-kubelet')!.summary).toBe('kubelet stopped');
-    expect(await containerdOn(t)).toBe(bed().containerd.new);
-    expect(await isActive('kubelet-custom')).toBe('active');
-    expect(await isActive('kubelet')).toBe('inactive');
+    await kubectl('cordon', t.name);
+    try {
+      const result = await upgradeNode([t.name, '--to', `containerd=${bed().containerd.new}`, '--output', 'json', ...DRAIN_FLAGS, ...t.flags]);
+      expect(result.code, result.stderr).toBe(0);
+      const steps = report(result).steps as Array<{ name: string; status: string; summary: string }>;
+      expect(steps.find((s) => s.name === 'preflight')!.summary).toContain('kubelet runs as kubelet-custom.service');
+      expect(steps.find((s) => s.name === 'stop-kubelet')!.summary).toBe('kubelet stopped');
+      expect(steps.find((s) => s.name === 'cordon')!.status).toBe('nothing-to-do');
+      expect(steps.find((s) => s.name === 'uncordon')!.summary).toMatch(/was cordoned before the run: stays cordoned/);
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBe(true);
+      expect(await containerdOn(t)).toBe(bed().containerd.new);
+      expect(await isActive('kubelet-custom')).toBe('active');
+      expect(await isActive('kubelet')).toBe('inactive');
+    } finally {
+      // Tests put back what they change: the node goes back schedulable.
+      await kubectl('uncordon', t.name);
+    }
   });
 });
 

@@ -92,7 +92,7 @@ describe('pulumi up: fleet-wide runtime upgrades', () => {
       expect(JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout)).toEqual(before);
     } finally {
       await stack.set('targets', JSON.stringify({ containerd: bed().containerd.new }));
-      await stack.run(['config', 'rm', 'node-maint:hooks', '--config-file', stack.configFile]);
+      stack.unset('hooks');
     }
   });
 });
@@ -148,7 +148,7 @@ describe('pulumi preview with a bad fleet config', () => {
     const leaseOf = () => kubectl('-n', 'kube-system', 'get', 'lease', `node-maint-${names()[0]}`, '--ignore-not-found', '-o', 'jsonpath={.metadata.resourceVersion}');
     const leaseBefore = await leaseOf();
     const key = readFileSync(bed().sshKey, 'utf8');
-    await stack.run(['config', 'rm', '--config-file', stack.configFile, 'node-maint:sshKey']);
+    stack.unset('sshKey');
     await stack.set('sshKey', key, false);
     const preview = await stack.run(['preview'], { allowFailure: true });
     expect(preview.code).not.toBe(0);

@@ -56,7 +56,7 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     const pods = (await kubectlJson('get', 'pods', '-A')).items;
     const count = (n: string) => pods.filter((p: any) => p.spec.nodeName === n).length;
     expect(count(NODE.name)).toBe(count(UNDRAINABLE.name) + 2);
-    await stack.run(['config', 'rm', 'node-maint:order', '--config-file', stack.configFile]);
+    stack.unset('order');
     expect(await waves()).toEqual([UNDRAINABLE.name, NODE.name]);
     await stack.set('order', JSON.stringify([NODE.name]));
     expect(await waves()).toEqual([NODE.name, UNDRAINABLE.name]);

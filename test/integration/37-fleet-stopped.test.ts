@@ -92,7 +92,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
       expect(hook.messages.at(-1)!.text).toContain(`not started, the fleet stopped: ${SECOND.name}`);
     } finally {
       await setHold(0);
-      await stack.run(['config', 'rm', 'node-maint:gates', '--config-file', stack.configFile]);
+      stack.unset('gates');
     }
   });
 
@@ -117,9 +117,11 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     expect(await nextUpFinishes(bed().containerd.new)).toContain(`${FIRST.name}: a stopped or killed \`pulumi up\` left run`);
   });
 
-  it('two SIGTERMs in the teardown: pulumi ends at once; its provider stops the node and exits within a minute; the next up finishes', async () => {
+  it('two SIGTERMs in the teardown (of a reboot the first node asks for): pulumi ends at once; its provider stops the node and exits within a minute; the next up finishes', async () => {
     hook.messages.length = 0;
-    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.old }));
+    // A reboot has the teardown an upgrade has, without an install (and the downgrade it would cost after).
+    await stack.set('reboot', 'if-required');
+    await FIRST.sh('touch /var/run/reboot-required');
     const up = stack.start(['up', '--yes', '--skip-preview']);
     await atStep(up, FIRST, 'Tear down sandbox networks');
     const tree = up.descendants();
@@ -133,12 +135,17 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     await expectGone(tree, 5_000, 'what else pulumi left').catch(() => undefined);
 
     await stack.run(['cancel', '--yes'], { allowFailure: true });
-    await nextUpFinishes(bed().containerd.old);
+    try {
+      await nextUpFinishes(bed().containerd.new);
+    } finally {
+      stack.unset('reboot');
+    }
   });
 
   it('SIGKILL of pulumi during apt: the provider neither spins nor grows, stops the node and exits within a minute; after pulumi cancel the next up finishes every node', async () => {
     hook.messages.length = 0;
-    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.new }));
+    // Back to the old containerd: the file leaves its nodes as the next file's reset wants them.
+    await stack.set('targets', JSON.stringify({ containerd: bed().containerd.old }));
     const up = stack.start(['up', '--yes', '--skip-preview']);
     await atStep(up, FIRST, 'Upgrade the runtime');
     await new Promise((r) => setTimeout(r, 1_000));
@@ -167,7 +174,7 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
     const locked = await stack.run(['up', '--yes', '--skip-preview'], { allowFailure: true });
     expect(locked.stdout + locked.stderr).toContain('the stack is currently locked');
     await stack.run(['cancel', '--yes']);
-    expect(await nextUpFinishes(bed().containerd.new)).toMatch(new RegExp(`waves: ${FIRST.name}, then ${SECOND.name}`));
+    expect(await nextUpFinishes(bed().containerd.old)).toMatch(new RegExp(`waves: ${FIRST.name}, then ${SECOND.name}`));
     expect((await kubectlJson('get', 'node', FIRST.name)).spec.unschedulable).toBeUndefined();
   });
 
@@ -191,11 +198,11 @@ describe('pulumi up stopped by Ctrl-C, SIGTERM or SIGKILL', () => {
       await expectStoppedRun(FIRST);
       // The next up while the node is on its new boot and its sshd not up yet: what the fleet reaches it by is silent.
       await untilSshDown(FIRST, boot);
-      const out = await nextUpFinishes(bed().containerd.new);
+      const out = await nextUpFinishes(bed().containerd.old);
       expect(out).toMatch(new RegExp(`${FIRST.name}: rebooting \\(run [0-9a-f-]+, running: its reboot is under way; the run reads the node once it is back\\)`));
       expect(hook.messages.find((m) => m.event === 'node-finished' && m.node === FIRST.name)).toMatchObject({ result: 'rebooted' });
     } finally {
-      await stack.run(['config', 'rm', 'node-maint:reboot', '--config-file', stack.configFile]);
+      stack.unset('reboot');
       await FIRST.sh(`rm -f ${dropIn} && systemctl daemon-reload`);
     }
   });

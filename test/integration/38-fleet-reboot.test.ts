@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubectl, kubectlJson, waitFor } from './bed.js';
+import { kubectl, kubectlJson, waitFor, watchNodeLabel } from './bed.js';
 import { bootOf, pinnedDeployment } from './fixtures.js';
 import { OS_PATCH, OS_PATCH_ORIGIN, osPatch, withOsPatchSource } from './os-patch.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
@@ -31,7 +31,7 @@ describe('pulumi up with reboot: if-required', () => {
     hook = await webhookReceiver();
     stack = await newStack('fleet-reboot');
     await configureBedFleet(stack, names(), 1);
-    await stack.run(['config', 'rm', 'node-maint:targets', '--config-file', stack.configFile]);
+    stack.unset('targets');
     await stack.set('reboot', 'if-required');
     // The fleet's own reboot command (the CLI's --reboot-command).
     await stack.set('rebootCommand', 'systemctl --no-wall reboot');
@@ -56,15 +56,10 @@ describe('pulumi up with reboot: if-required', () => {
     await waitFor(async () => (await kubectlJson('get', 'node', first.name)).spec.unschedulable === true, 120_000, `${first.name} cordoned`);
     taintedWhile.push(await taints(first), await taints(second), await taints(third));
     // The states the first node's label takes while it is maintained: a reboot alone never says `upgrading`.
-    const states = new Set<string>();
-    let ended = false;
-    const exit = running.done.finally(() => (ended = true));
-    while (!ended && !(await kubectlJson('get', 'node', third.name)).spec.unschedulable) {
-      states.add((await marksOf(first)).state);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(await exit, running.output()).toBe(0);
-    expect(states.has('rebooting') && !states.has('upgrading'), [...states].join(', ')).toBe(true);
+    const watch = watchNodeLabel(first.name, 'node-maint.io/state');
+    expect(await running.done, running.output()).toBe(0);
+    const states = watch.stop();
+    expect(states.includes('rebooting') && !states.includes('upgrading'), states.join(', ')).toBe(true);
     // A `pulumi up` nobody stopped says nothing of a Cancel (the engine cancels its providers as every update ends).
     expect(running.output()).not.toContain("the engine's Cancel");
     // Its words and marks name a reboot, not versions it did not change (issue 36 item 9).
@@ -136,7 +131,7 @@ describe('pulumi up with reboot: if-required', () => {
 
   it("pendingUpgrades of one origin (issue 43 item 4): preview plans each node's own; up installs them where apt has them, kept for a rollback, and leaves the others unchanged", async () => {
     const [first, ...others] = FLEET as [TestNode, ...TestNode[]];
-    for (const key of ['blockingPodSelector', 'blockingPodTimeoutSeconds', 'undrainable', 'reboot', 'rebootCommand']) await stack.run(['config', 'rm', `node-maint:${key}`, '--config-file', stack.configFile]);
+    stack.unset('blockingPodSelector', 'blockingPodTimeoutSeconds', 'undrainable', 'reboot', 'rebootCommand');
     await stack.set('pendingUpgrades', JSON.stringify({ origin: OS_PATCH_ORIGIN }));
     await withOsPatchSource(first, async () => {
       const preview = (await stack.run(['preview'])).stdout;

@@ -106,8 +106,8 @@ describe('an operator stops a run', () => {
     }
   }));
 
-  it.concurrent('SIGTERM to the npx the run was started with (npx ends at once and passes nothing on): the run sees its parent end and stops at a safe point', onLeasedNode('any', async (t) => {
-    const { new: version } = bed().containerd;
+  it.concurrent('SIGTERM to the npx the run was started with (npx ends at once and passes nothing on): the run sees its parent end and stops at a safe point; --rollback undoes it', onLeasedNode('any', async (t) => {
+    const { old, new: version } = bed().containerd;
     await pinnedDeployment(ns.name, `npx-${t.name}`, t.name, 2);
     let sent = 0;
     const result = await upgradeNode(upgradeArgs(t, version), {
@@ -126,9 +126,10 @@ describe('an operator stops a run', () => {
     const l = await lease(t.name);
     expect(l.holder).toBeUndefined();
     expect(l.journal).toMatchObject({ status: 'running', stopped: { by: 'the end of its parent process' } });
-    const again = await upgradeNode(upgradeArgs(t, version));
-    expect(again.code, again.stderr).toBe(0);
-    await expectServing(t, version);
+    // Stopped in the drain, nothing installed: the rollback uncordons (a resume would install, and the next reset undo it).
+    const back = await upgradeNode([...upgradeArgs(t, version), '--rollback']);
+    expect(back.code, back.stderr).toBe(11);
+    await expectServing(t, old);
   }));
 
   it.concurrent("a CI runner's cancel during apt (SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after): the stop is recorded and the Lease freed before the SIGKILL", onLeasedNode('containerd', async (t) => {

@@ -18,7 +18,7 @@ describe('pulumi with access: agent', () => {
     stack = await newStack('fleet-agent');
     await configureBedFleet(stack, FLEET.map((t) => t.name), 1);
     await stack.set('access', 'agent');
-    for (const key of ['ssh', 'sshKey']) await stack.run(['config', 'rm', `node-maint:${key}`, '--config-file', stack.configFile]);
+    stack.unset('ssh', 'sshKey');
   });
 
   it("preview plans from the agents' facts and up upgrades the three through them, with no SSH anywhere", async () => {
@@ -81,7 +81,7 @@ describe('pulumi with access: agent', () => {
       for (const t of others) expect(ran[t.name].result).toBe('nothing-to-do');
       expect(await bootOf(late)).not.toBe(boots[0]);
       for (const [i, t] of others.entries()) expect(await bootOf(t)).toBe(boots[i + 1]);
-      await stack.run(['config', 'rm', 'node-maint:reboot', '--config-file', stack.configFile]);
+      stack.unset('reboot');
     }));
   });
 
