@@ -24,7 +24,8 @@ export default defineConfig({
     maxWorkers: 6,
     projects: [
       // Beside the integration files' runs, a unit file's first import (the Pulumi SDK's) can take seconds on 2 cores.
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], testTimeout: 60_000 } },
+      // Unit files share their workers' module cache (isolate: false): 17 s of CPU instead of 38 s, each import once.
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], testTimeout: 60_000, isolate: false } },
       {
         extends: true,
         test: {

@@ -20,6 +20,10 @@ describe('Calico IPAM leaks', () => {
   let borrower: { name: string; ip: string };
   let inBlock: Array<[string, string]>;
   const created: Array<[string, string]> = [];
+  // Whether a handle, affinity or IP is this file's. Other files' pods come and go on the Calico nodes meanwhile (test
+  // 54 upgrades them), and a handle between the two writes of its pod's allocation or release holds no IP for a moment:
+  // what the cluster-wide audit says of those is not this file's to assert.
+  const ours = (name: string | undefined) => created.some(([, n]) => n === name) || /^10\.25[01]\./.test(name ?? '');
 
   beforeAll(async () => {
     // Pods of our own on SECOND, enough for addresses in two /30 blocks whatever else runs there.
@@ -102,7 +106,7 @@ describe('Calico IPAM leaks', () => {
     const by = (cls: string) => report.findings.filter((f: any) => f.class === cls);
     const cluster = (cls: string) => report.clusterFindings.filter((f: any) => f.class === cls);
     expect(cluster('calico-affinity-orphan').map((f: any) => f.evidence.node)).toEqual(['gone-node']);
-    expect(cluster('calico-handle-leaked').map((f: any) => f.evidence.handleID)).toEqual(['k8s-pod-network.empty']);
+    expect(cluster('calico-handle-leaked').map((f: any) => f.evidence.handleID).filter(ours)).toEqual(['k8s-pod-network.empty']);
     expect(by('calico-affinity-orphan').concat(by('calico-handle-leaked'))).toEqual([]);
     expect(by('calico-ip-leaked').map((f: any) => [f.evidence.ip, f.evidence.pod])).toEqual([['10.251.0.1', 'demo/deleted-long-ago']]);
     expect(by('calico-ip-conflict').map((f: any) => f.evidence.ip)).not.toContain(borrower.ip);
@@ -132,6 +136,6 @@ describe('Calico IPAM leaks', () => {
     expect(await kubectl('get', 'ipamhandles.crd.projectcalico.org', '-o', 'name')).not.toMatch(/deadbeef|empty/);
     expect(await kubectl('get', 'blockaffinities.crd.projectcalico.org', '-o', 'name')).not.toContain('gone-node');
     expect(new Set(outcome.after.findings.map((f: any) => f.class))).toEqual(new Set(['calico-ip-conflict']));
-    expect(outcome.after.clusterFindings).toEqual([]);
+    expect(outcome.after.clusterFindings.filter((f: any) => ours(f.evidence.handleID ?? f.evidence.affinity ?? f.evidence.ip))).toEqual([]);
   });
 });

@@ -55,6 +55,7 @@ describe('pulumi up: fleet-wide runtime upgrades', () => {
     const most = watch.stop();
     expect(most).toBe(2);
     for (const node of FLEET) expect(await containerdOn(node)).toBe(bed().containerd.new);
+    // Read as the README does; the other files read the outputs from the stack's state (no CLI start).
     const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
     const [c1, d1, c2, d2] = names();
     expect(outputs.waves).toEqual([[c1, d1], [c2, d2]]);
@@ -81,7 +82,7 @@ describe('pulumi up: fleet-wide runtime upgrades', () => {
   });
 
   it('a failed pulumi up leaves the stack outputs of the last up that finished', async () => {
-    const before = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    const before = stack.outputs();
     // Back to the old version, but the first node's before-drain hook fails: it rolls back, the up fails.
     await stack.set('targets', JSON.stringify({ containerd: bed().containerd.old }));
     await stack.set('hooks', JSON.stringify({ beforeDrain: 'exit 3' }));
@@ -136,7 +137,7 @@ describe('pulumi up with one node made to fail', () => {
     const fixed = await stack.run(['up', '--yes', '--skip-preview']);
     expect(fixed.stdout).toMatch(/Resources:/);
     for (const node of FLEET) expect(await containerdOn(node)).toBe(bed().containerd.old);
-    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    const outputs = stack.outputs();
     for (const node of names()) expect(outputs.nodes[node].audit.findings).toBe(0);
   });
 });

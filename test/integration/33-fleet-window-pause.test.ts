@@ -6,9 +6,9 @@ import { configureBedFleet, containerdOn, newStack, type PulumiStack } from './p
 import { webhookReceiver } from './webhook.js';
 
 // The maintenance window and the pause ConfigMap hold `pulumi up` before a node starts; then a node a budget makes
-// undrainable is passed by, and one whose drain passes its deadline. Two nodes keep it cheap. The stack keeps its
-// Leases and its pause ConfigMap in a namespace of its own (leaseNamespace), so pausing it pauses no other fleet.
-const [NODE, UNDRAINABLE] = useNodes('any', 'any');
+// undrainable is passed by, and one whose drain passes its deadline, in one up. The stack keeps its Leases and its
+// pause ConfigMap in a namespace of its own (leaseNamespace), so pausing it pauses no other fleet.
+const [NODE, UNDRAINABLE, LATE] = useNodes('any', 'any', 'any');
 const ns = useNamespace();
 const PAUSE = () => ['-n', ns.name, 'configmap', 'node-maint-pause'];
 
@@ -98,7 +98,7 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     await expectUntouched();
   });
 
-  it('the ConfigMap deleted, up goes on: an undrainable node first is marked and passed by (undrainable: skip), the next upgraded', async () => {
+  it('the ConfigMap deleted, up goes on: a node its budgets make undrainable and one whose drain passes its deadline (a pod held by a finalizer, rolled back) are marked and passed by (undrainable: skip); the last upgraded', async () => {
     // A ledger on the undrainable node whose budget allows no disruption.
     await applyObjects([
       deployment(ns.name, 'ledger', UNDRAINABLE.name, 1),
@@ -106,44 +106,33 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
     ]);
     await waitForRunning(ns.name, 'app=ledger', 1);
     await waitFor(async () => (await kubectlJson('get', 'pdb', '-n', ns.name, 'ledger')).status?.currentHealthy === 1, 60_000, 'the ledger budget to see its pod');
-    await configure(stack, [UNDRAINABLE.name, NODE.name]);
+    await configure(stack, [UNDRAINABLE.name, LATE.name, NODE.name]);
     await stack.set('undrainable', 'skip');
+    await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5, timeoutSeconds: 20 }));
     await kubectl('delete', ...PAUSE());
-
-    const up = await stack.run(['up', '--yes', '--skip-preview']);
-    expect(up.stdout + up.stderr).toMatch(new RegExp(`1 node\\(s\\) skipped as undrainable, left as they were: ${UNDRAINABLE.name} \\(PodDisruptionBudgets block the drain`));
-    expect(await containerdOn(NODE)).toBe(bed().containerd.new);
-    expect(await containerdOn(UNDRAINABLE)).toBe(bed().containerd.old);
-    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
-    expect(outputs.waves).toEqual([[UNDRAINABLE.name], [NODE.name]]);
-    expect(outputs.nodes[NODE.name]).toMatchObject({ result: 'upgraded', versionsAfter: { containerd: bed().containerd.new } });
-    expect(outputs.nodes[UNDRAINABLE.name]).toMatchObject({ result: 'skipped-undrainable' });
-    expect(outputs.skipped[UNDRAINABLE.name]).toContain(`${ns.name}/ledger: its PodDisruptionBudget allows no disruption`);
-    // Marked where operators look, schedulable as it was.
-    const node = await kubectlJson('get', 'node', UNDRAINABLE.name);
-    expect(node.metadata.labels['node-maint.io/state']).toBe('skipped');
-    expect(node.metadata.annotations['node-maint.io/skipped']).toMatch(/allows no disruption/);
-    expect(node.spec.unschedulable).toBeUndefined();
-    const events = await kubectl('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${UNDRAINABLE.name},reason=MaintenanceSkipped`, '-o', 'name');
-    expect(events).not.toBe('');
-  });
-
-  it('a drain past its deadline (a pod held by a finalizer): the node rolled back, marked and passed by; the next upgraded', async () => {
-    await kubectl('-n', ns.name, 'delete', 'deployment,pdb', 'ledger', '--wait=false');
-    await NODE.reset();
     try {
-      await holdPodOnNode(ns.name, 'held', UNDRAINABLE.name);
-      await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5, timeoutSeconds: 20 }));
+      await holdPodOnNode(ns.name, 'held', LATE.name);
       const up = await stack.run(['up', '--yes', '--skip-preview']);
-      expect(up.stdout + up.stderr).toMatch(new RegExp(`1 node\\(s\\) skipped as undrainable, left as they were: ${UNDRAINABLE.name} \\(the drain did not finish`));
+      const said = up.stdout + up.stderr;
+      expect(said).toMatch(new RegExp(`2 node\\(s\\) skipped as undrainable, left as they were: .*${UNDRAINABLE.name} \\(PodDisruptionBudgets block the drain`));
+      expect(said).toMatch(new RegExp(`2 node\\(s\\) skipped as undrainable, left as they were: .*${LATE.name} \\(the drain did not finish`));
       expect(await containerdOn(NODE)).toBe(bed().containerd.new);
-      expect(await containerdOn(UNDRAINABLE)).toBe(bed().containerd.old);
-      const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
-      expect(outputs.nodes[NODE.name]).toMatchObject({ result: 'upgraded' });
-      expect(outputs.skipped[UNDRAINABLE.name]).toMatch(new RegExp(`the drain did not finish: .*${ns.name}/held`));
-      const node = await kubectlJson('get', 'node', UNDRAINABLE.name);
-      expect(node.metadata.labels['node-maint.io/state']).toBe('skipped');
-      expect(node.spec.unschedulable).toBeUndefined();
+      for (const passed of [UNDRAINABLE, LATE]) expect(await containerdOn(passed)).toBe(bed().containerd.old);
+      const outputs = stack.outputs();
+      expect(outputs.waves).toEqual([[UNDRAINABLE.name], [LATE.name], [NODE.name]]);
+      expect(outputs.nodes[NODE.name]).toMatchObject({ result: 'upgraded', versionsAfter: { containerd: bed().containerd.new } });
+      for (const passed of [UNDRAINABLE, LATE]) expect(outputs.nodes[passed.name]).toMatchObject({ result: 'skipped-undrainable' });
+      expect(outputs.skipped[UNDRAINABLE.name]).toContain(`${ns.name}/ledger: its PodDisruptionBudget allows no disruption`);
+      expect(outputs.skipped[LATE.name]).toMatch(new RegExp(`the drain did not finish: .*${ns.name}/held`));
+      // Marked where operators look, schedulable as they were.
+      for (const passed of [UNDRAINABLE, LATE]) {
+        const node = await kubectlJson('get', 'node', passed.name);
+        expect(node.metadata.labels['node-maint.io/state']).toBe('skipped');
+        expect(node.spec.unschedulable).toBeUndefined();
+      }
+      expect((await kubectlJson('get', 'node', UNDRAINABLE.name)).metadata.annotations['node-maint.io/skipped']).toMatch(/allows no disruption/);
+      const events = await kubectl('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${UNDRAINABLE.name},reason=MaintenanceSkipped`, '-o', 'name');
+      expect(events).not.toBe('');
     } finally {
       await releaseHeldPod(ns.name, 'held').catch(() => undefined);
       await kubectl('-n', ns.name, 'delete', 'pod', 'held', '--ignore-not-found', '--wait=false');
@@ -151,6 +140,7 @@ describe('pulumi up held by the maintenance window and the pause ConfigMap', () 
   });
 
   it('a node a killed `pulumi up` left half-done is finished first by the next up, though last in the order and the fleet paused; the pause still holds the rest', async () => {
+    await kubectl('-n', ns.name, 'delete', 'deployment,pdb', 'ledger', '--wait=false');
     await NODE.reset();
     await configure(stack, [NODE.name]);
     await stack.set('drain', JSON.stringify({ ignoreDaemonSets: true, deleteEmptyDirData: true, force: true, gracePeriodSeconds: 5 }));

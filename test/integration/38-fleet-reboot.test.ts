@@ -79,7 +79,7 @@ describe('pulumi up with reboot: if-required', () => {
     expect(running.output()).toMatch(new RegExp(`tainted ${first.name}, ${third.name} node-maint.io/waiting=node-maint.fleet-reboot:PreferNoSchedule until each one's run ends`));
     expect(taintedWhile).toEqual([['node-maint.fleet-reboot:PreferNoSchedule'], [], ['node-maint.fleet-reboot:PreferNoSchedule']]);
     for (const t of FLEET) expect(await taints(t)).toEqual([]);
-    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    const outputs = stack.outputs();
     // One node at a time (maxUnavailable 1): never two rebooting at once.
     expect(outputs.waves).toEqual([[first.name], [second.name], [third.name]]);
     const { nodes } = outputs;
@@ -119,7 +119,7 @@ describe('pulumi up with reboot: if-required', () => {
     expect(skippedMarks.annotations['node-maint.io/skipped']).toMatch(/held by blocking pod\(s\)/);
     const skipEvents = (await kubectlJson('get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${third.name},reason=MaintenanceSkipped`)).items;
     expect(skipEvents.map((e: any) => e.message)).toContainEqual(expect.stringMatching(/^passed by, left as it was \(undrainable\): .*held by blocking pod/));
-    const nodes = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout).nodes;
+    const nodes = stack.outputs().nodes;
     expect([nodes[first.name].result, nodes[third.name].result], up.stdout).toEqual(['rebooted', 'skipped-undrainable']);
     expect(up.stdout + up.stderr).toMatch(new RegExp(`\\[${third.name}\\] held by blocking pod\\(s\\) ${ns.name}/blocker-[a-z0-9-]+ on ${third.name}`));
     const after = await Promise.all([first, third].map(bootOf));
@@ -140,7 +140,7 @@ describe('pulumi up with reboot: if-required', () => {
       const up = await stack.run(['up', '--yes', '--skip-preview']);
       expect(up.stdout).toContain(`[${first.name}]         kept ${OS_PATCH} 1.0-1 for a rollback`);
       for (const t of others) expect(up.stdout).not.toContain(`[${t.name}] node-maint: maintaining`);
-      const { nodes } = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+      const { nodes } = stack.outputs();
       expect(nodes[first.name]).toMatchObject({ result: 'upgraded', versionsBefore: { [OS_PATCH]: '1.0-1' }, versionsAfter: { [OS_PATCH]: '1.0-2' } });
       expect(await osPatch(first)).toBe('1.0-2');
     });

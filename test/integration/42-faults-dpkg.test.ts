@@ -43,7 +43,7 @@ describe('dpkg interrupted, locked, held', () => {
     expect(r.mode).toBe('resume');
     expect(r.versions.after.containerd).toBe(version);
     expect((await t.sh('dpkg --audit; echo ok')).trim()).toBe('ok');
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('the same kill, then --rollback: the half-installed package is reinstalled at its prior version, held', onNode(async (t) => {
@@ -93,7 +93,7 @@ describe('dpkg interrupted, locked, held', () => {
     expect(result.stderr).toMatch(new RegExp(`waiting for the dpkg lock: held by PID ${locker.pid} \\(perl`));
     expect(report(result).steps.find((s: any) => s.name === 'preflight').summary).toContain('held: containerd, docker.io (kept)');
     expect((await t.sh('apt-mark showhold')).split('\n').filter(Boolean).sort()).toEqual(['containerd', 'docker.io']);
-    await expectServing(t, bed().containerd.new);
+    await expectServing(t, bed().containerd.new, { afterRun: result });
     // A finished run is never undone: --rollback now finds nothing to roll back and changes nothing. The sandboxes the
     // upgrade left dead go first, as kubelet's garbage collection would take them (and their checkpoints) meanwhile.
     await t.sh('crictl pods --state notready -q | xargs -r crictl rmp >/dev/null 2>&1; true');

@@ -56,7 +56,7 @@ describe('the API or the connection lost mid-run', () => {
     // Frozen past the renew deadline, the Lease was suspended, and renewed by a write conditional on our last one: twice.
     expect(result.stderr.match(/the Lease is renewed again/g)?.length, result.stderr).toBeGreaterThanOrEqual(2);
     expect(report(result).result).toBe('upgraded');
-    await expectServing(t, bed().containerd.new);
+    await expectServing(t, bed().containerd.new, { afterRun: result });
   }));
 
   it.concurrent('the apiserver gone past --outage-tolerance during the drain: stopped as an API outage (exit 5), not a lost Lease; the same command finishes, its SSH session cut during the upgrade: the step planned again on a new connection', onNode(async (t, api) => {
@@ -73,7 +73,7 @@ describe('the API or the connection lost mid-run', () => {
     expect(again.stderr).toContain('planning the step again on a new connection');
     expect(report(again).result).toBe('upgraded');
     expect(report(again).rollback).toEqual([]);
-    await expectServing(t, bed().containerd.new);
+    await expectServing(t, bed().containerd.new, { afterRun: again });
   }));
 
   it.concurrent('an API failure in the check after uncordon: reported with exit 14 or 15, nothing downgraded; the same command finishes it', onNode(async (t, api) => {
@@ -91,6 +91,6 @@ describe('the API or the connection lost mid-run', () => {
     expect(again.code, again.stderr).toBe(0);
     const steps = Object.fromEntries(report(again).steps.map((s: any) => [s.name, s.status]));
     expect(steps).toMatchObject({ cordon: 'done-earlier', 'upgrade-runtime': 'done-earlier', uncordon: 'done-earlier', verify: 'done' });
-    await expectServing(t, bed().containerd.new);
+    await expectServing(t, bed().containerd.new, { afterRun: again });
   }));
 });

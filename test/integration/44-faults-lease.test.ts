@@ -75,7 +75,7 @@ describe('the Lease', () => {
     // By this run, which took the Lease over before its drain.
     expect(other.stderr).toMatch(/is being maintained by node-maint\/[^/]+\/\d+\//);
     expect(other.stderr).not.toContain(FOREIGN);
-    await expectServing(t, bed().containerd.new);
+    await expectServing(t, bed().containerd.new, { afterRun: result });
   }));
 
   it.concurrent('the Lease taken by another run mid-drain: this run stops changing the node at once (exit 16); once it is free the same command finishes', onLeasedNode('any', async (t) => {
@@ -148,5 +148,5 @@ async function stolenMidDrain(t: TestNode): Promise<void> {
   const again = await upgradeNode(upgradeArgs(t, bed().containerd.new));
   expect(again.code, again.stderr).toBe(0);
   expect(report(again).mode).toBe('resume');
-  await expectServing(t, bed().containerd.new);
+  await expectServing(t, bed().containerd.new, { afterRun: again });
 }

@@ -23,7 +23,7 @@ describe('docker.io upgraded and rolled back on docker nodes (cri-dockerd, kuben
     expect(r.steps.find((s: any) => s.name === 'upgrade-runtime').summary).toBe(`docker.io ${bed().docker.new}`);
     expect(await dockerStatus(t)).toBe(`${bed().docker.new} hi `);
     expect(await runningDockerd(t)).toBe('/usr/sbin/dockerd\ndocker.io');
-    await expectServing(t, bed().containerd.old);
+    await expectServing(t, bed().containerd.old, { afterRun: result });
   }));
 
   it.concurrent('a docker.io install that fails (postinst) is rolled back to the version before, held; exit 11', onNode(async (t) => {
@@ -42,7 +42,7 @@ describe('docker.io upgraded and rolled back on docker nodes (cri-dockerd, kuben
     await configureBedFleet(stack, [t.name], 1);
     await stack.set('targets', JSON.stringify({ 'docker.io': bed().docker.new }));
     await stack.run(['up', '--yes', '--skip-preview']);
-    const outputs = JSON.parse((await stack.run(['stack', 'output', '--json'])).stdout);
+    const outputs = stack.outputs();
     expect(outputs.nodes[t.name]).toMatchObject({ result: 'upgraded', versionsBefore: { 'docker.io': bed().docker.old }, versionsAfter: { 'docker.io': bed().docker.new }, audit: { findings: 0 } });
     expect(await dockerStatus(t)).toBe(`${bed().docker.new} hi `);
     expect(await runningDockerd(t)).toBe('/usr/sbin/dockerd\ndocker.io');

@@ -81,7 +81,7 @@ describe('an operator stops a run', () => {
     const again = await upgradeNode(upgradeArgs(t, version));
     expect(again.code, again.stderr).toBe(0);
     expect(report(again)).toMatchObject({ result: 'upgraded', mode: 'resume' });
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('Ctrl-C while a PodDisruptionBudget allows nothing (the drain then writes nothing a fence could refuse): stopped within 30 s, not at --timeout', onLeasedNode('any', async (t) => {
@@ -178,7 +178,7 @@ describe('an operator stops a run', () => {
     }
     const again = await upgradeNode(upgradeArgs(t, version));
     expect(again.code, again.stderr).toBe(0);
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('SIGTERM in the teardown: kubelet stopped, said; --rollback starts it and uncordons', onLeasedNode('docker', async (t) => {
@@ -197,7 +197,7 @@ describe('an operator stops a run', () => {
     await expectStopped(t, stopped, 'SIGHUP', r0(stopped));
     const again = await upgradeNode(upgradeArgs(t, version));
     expect(again.code, again.stderr).toBe(0);
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('Ctrl-C twice during apt: the second ends the process at once, the journal intact; the same command waits for the install, takes over and finishes', onLeasedNode('containerd', async (t) => {

@@ -89,7 +89,7 @@ describe('a reboot as a step of the run', () => {
     // Rebooted once: docker restarted the node's container once, and the journal's boot said the node was past it.
     expect(Number(await bedDocker('inspect', '-f', '{{.RestartCount}}', t.container))).toBe(restarts + 1);
     expect(await bootOf(t)).not.toBe(boot);
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('a node that does not come back: exit 19 within --reboot-timeout, cordoned, nothing rolled back; once back, the same command finishes', onLeasedNode('docker', async (t) => {
@@ -120,7 +120,7 @@ describe('a reboot as a step of the run', () => {
     const again = await upgradeNode(rebootArgs(t, ['--reboot']));
     expect(again.code, again.stderr).toBe(0);
     expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('--to plus --reboot, Ctrl-C while the node reboots: stopped within seconds (exit 18), said, the Lease free; --rollback at once waits for the new boot, stops the kubelet systemd started at boot and tears down what it set up before containerd goes back (issue 36 item 1)', onLeasedNode('docker', async (t) => {
@@ -198,7 +198,7 @@ describe('a reboot as a step of the run', () => {
     const order = r.steps.map((s: any) => s.name);
     expect(order.indexOf('reboot-node')).toBe(order.indexOf('upgrade-runtime') + 1);
     expect(await bootOf(t)).not.toBe(boot);
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: result });
   }));
 
   it.concurrent('a failure after the reboot, before uncordon (kubelet refuses the new containerd at every boot): the runtime rolled back, the rollback says the reboot cannot be undone; exit 11', onLeasedNode('containerd', async (t) => {
@@ -243,7 +243,7 @@ describe('a reboot as a step of the run', () => {
     const again = await upgradeNode(rebootArgs(t, ['--reboot']));
     expect(again.code, again.stderr).toBe(0);
     expect(report(again)).toMatchObject({ mode: 'resume', result: 'rebooted' });
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   it.concurrent('a reboot command that exits 0 and never reboots: exit 19 after --reboot-timeout; then the same command says so at once, and --rollback rolls back as before a reboot (issue 36 item 7)', onLeasedNode('any', async (t) => {
@@ -328,7 +328,7 @@ describe('a reboot as a step of the run', () => {
       expect(report(done)).toMatchObject({ result: 'upgraded', versions: { before: { [OS_PATCH]: '1.0-1' }, after: { [OS_PATCH]: '1.0-2' } } });
       expect(await osPatch(t)).toBe('1.0-2');
       expect(await bootOf(t)).not.toBe(boot);
-      await expectServing(t, bed().containerd.old);
+      await expectServing(t, bed().containerd.old, { afterRun: done });
     });
   }));
 });

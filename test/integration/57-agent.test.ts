@@ -196,16 +196,21 @@ describe('the runbook through the node-maint agent, no SSH', () => {
     }));
   }));
 
-  it.concurrent('a run over SSH killed mid-drain, then finished through the agent (one journal, one Lease)', onLeasedNode('docker', async (t) => {
-    const { new: version } = bed().containerd;
+  it.concurrent('a run over SSH killed as it stops kubelet, then rolled back through the agent (one journal, one Lease)', onLeasedNode('docker', async (t) => {
+    const { old, new: version } = bed().containerd;
     await withAgent(t, async () => {
       await upgradeKilledAt(t, version, stepLine('stop-kubelet'));
       expect((await lease(t.name)).journal).toBeDefined();
       await withoutSsh(t, async () => {
-        const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`]));
-        expect(r.code, r.stderr).toBe(0);
-        expect(report(r)).toMatchObject({ mode: 'resume', result: 'upgraded', exitCode: 0, audit: { verdict: 'clean' } });
+        // Nothing installed yet: the agent's run undoes the SSH run's steps from the journal they share.
+        const r = await upgradeNode(await viaAgent(t, ['--to', `containerd=${version}`, '--rollback']));
+        expect(r.code, r.stderr).toBe(11);
+        expect(report(r)).toMatchObject({ mode: 'rollback', result: 'rolled-back', exitCode: 11 });
       });
+      expect((await lease(t.name)).holder).toBeUndefined();
+      expect(await containerdStatus(t)).toBe(`${old} hi `);
+      expect((await t.sh('systemctl is-active kubelet || true')).trim()).toBe('active');
+      expect((await kubectlJson('get', 'node', t.name)).spec.unschedulable).toBeUndefined();
     });
   }));
 

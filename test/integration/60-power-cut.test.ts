@@ -60,7 +60,7 @@ describe('a power cut under a run', () => {
     expect(cut.stderr).toMatch(/the container runtime is starting \(containerd: a start queued by the boot\): waiting up to 120s for it/);
     expect(report(cut)).toMatchObject({ undone: { why: 'boot', redone: ['stop-kubelet', 'teardown-sandboxes', 'clear-state'] }, audit: { verdict: 'clean' }, versions: { after: { containerd: version } } });
     expect(await installsUnderKubelet()).toBe('');
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: cut });
   }));
 
   it.concurrent("over SSH, in the teardown (docker), the run killed with it, the boot's kubelet slow to start (behind the runtime): the same command cancels that start, tears down, then upgrades", onLeasedNode('docker', async (t) => {
@@ -98,7 +98,7 @@ describe('a power cut under a run', () => {
     expect(r.steps.find((s: any) => s.name === 'stop-kubelet')).toMatchObject({ status: 'done', summary: expect.stringMatching(/^kubelet stopped \(kubelet is starting .*: cancelled\)$/) });
     expect(r.steps.find((s: any) => s.name === 'teardown-sandboxes')).toMatchObject({ status: 'done', summary: expect.stringMatching(/torn down/) });
     expect(await installsUnderKubelet()).toBe('');
-    await expectServing(t, version);
+    await expectServing(t, version, { afterRun: again });
   }));
 
   // Both runtimes: the agent's own pod is a sandbox of the node's runtime, torn down again on the new boot.

@@ -22,6 +22,8 @@ export interface PulumiStack {
   /** Several keys in one `pulumi config set-all` (a CLI start costs a third of a CPU second). */
   setAll(plain: Record<string, string>, secret?: Record<string, string>): Promise<void>;
   stateText(): string;
+  /** The stack's outputs as `pulumi stack output --json` gives them, read from its state (no CLI start; none is secret). */
+  outputs(): Record<string, any>;
 }
 
 export interface Started {
@@ -111,6 +113,7 @@ export async function newStack(name: string): Promise<PulumiStack> {
       await exec('pulumi', ['config', 'set-all', '--config-file', configFile, ...pairs('--plaintext', plain), ...pairs('--secret', secret)], { env });
     },
     stateText: () => readFileSync(join(dir, 'state', '.pulumi', 'stacks', 'node-maint', `${name}.json`), 'utf8'),
+    outputs: () => JSON.parse(stack.stateText()).checkpoint.latest.resources.find((r: { type: string }) => r.type === 'pulumi:pulumi:Stack').outputs ?? {},
   };
   return stack;
 }
