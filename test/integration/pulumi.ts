@@ -103,7 +103,7 @@ export async function newStack(name: string): Promise<PulumiStack> {
     start,
     async set(key, value, secret = false) {
       if (!secret) return editConfig(configFile, (config) => (config[`node-maint:${key}`] = value));
-      const child = execFile('pulumi', ['config', 'set', ...(secret ? ['--secret'] : []), '--config-file', configFile, `node-maint:${key}`], { env });
+      const child = execFile('pulumi', ['config', 'set', '--secret', '--config-file', configFile, `node-maint:${key}`], { env });
       child.stdin!.end(value);
       await new Promise((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve(null) : reject(new Error(`config set ${key}: ${code}`)))));
     },
