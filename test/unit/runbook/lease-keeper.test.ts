@@ -12,6 +12,8 @@ function fakeApi() {
   let rv = 0;
   const api = {
     down: false,
+    /** Runs as a write reaches the API, before it is stored. */
+    onWrite: undefined as (() => void) | undefined,
     steal(holder: string) {
       stored = { ...stored!, metadata: { ...stored!.metadata, resourceVersion: String(++rv) }, spec: { ...stored!.spec, holderIdentity: holder } };
     },
@@ -24,6 +26,7 @@ function fakeApi() {
       },
       async request(method: string, _path: string, body: Lease) {
         if (api.down) throw new RunbookError('unreachable', 'the Kubernetes API did not answer');
+        api.onWrite?.();
         if (method === 'PUT' && body.metadata.resourceVersion !== stored?.metadata.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
         stored = { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
         return structuredClone(stored);
@@ -36,9 +39,10 @@ function fakeApi() {
   return api;
 }
 
-const keeperOn = (api: ReturnType<typeof fakeApi>, lines: string[] = []) =>
+const keeperOn = (api: ReturnType<typeof fakeApi>, lines: string[] = [], stop?: AbortSignal) =>
   new LeaseKeeper(api.cluster as unknown as Cluster, {
     onLine: (line) => lines.push(line),
+    stop,
     namespace: 'kube-system',
     node: 'n',
     holder: 'node-maint/here/1/1',
@@ -103,6 +107,18 @@ describe('releasing the Lease', () => {
     const writing = keeper.save(journal);
     await keeper.release();
     await writing;
+    expect(api.holder()).toBeNull();
+  });
+
+  it('gives up a Lease whose take was under way when the stop came, so that no process that ended holds the node', async () => {
+    const api = fakeApi();
+    const stop = new AbortController();
+    // The stop lands while the take's write is with the API: the write is stored, its answer comes after the stop.
+    api.onWrite = () => {
+      api.onWrite = undefined;
+      stop.abort('SIGINT');
+    };
+    await expect(keeperOn(api, [], stop.signal).acquire()).rejects.toMatchObject({ code: 'stopped' });
     expect(api.holder()).toBeNull();
   });
 });
