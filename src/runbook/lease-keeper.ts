@@ -51,7 +51,7 @@ export class LeaseKeeper {
     let taken: Lease | undefined;
     let previous: Lease | undefined;
     const name = `${namespace}/${leaseName(node)}`;
-    await this.givenUpIfStopped(() => taken, waitUntil(
+    await waitUntil(
       `the Lease ${name}`,
       async () => {
         const lease = await pRetry(() => readLease(this.cluster, namespace, node, retryPeriodSeconds * 2500), {
@@ -83,32 +83,22 @@ export class LeaseKeeper {
         }
       },
       { timeoutMs: (durationSeconds * 2 + outageToleranceSeconds) * 1000, intervalMs: retryPeriodSeconds * 1000, signal: this.options.stop },
-    ));
+    ).catch(async (e: unknown) => {
+      // A stop ends the wait even when its last look took the Lease (the take's answer came after the stop): given up
+      // again, not left held by a run that ends (it would bar the node to every other machine for its duration).
+      if (taken) {
+        this.lease = taken;
+        this.state = 'held';
+        await this.release();
+      }
+      throw e;
+    });
     this.lease = taken;
     this.state = 'held';
     this.lastRenewMs = performance.now();
     this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
     this.timer.unref();
     return journalOf(previous);
-  }
-
-  /**
-   * The wait for the Lease, which a stop ends even when its last look took the Lease (the take's answer came after
-   * the stop): the Lease is given up again then, not left held by a run that ends (it would bar the node for its
-   * duration to every other machine).
-   */
-  private async givenUpIfStopped(taken: () => Lease | undefined, waiting: Promise<void>): Promise<void> {
-    try {
-      await waiting;
-    } catch (e) {
-      const lease = taken();
-      if (lease) {
-        this.lease = lease;
-        this.state = 'held';
-        await this.release();
-      }
-      throw e;
-    }
   }
 
   /** Resolves while we hold the Lease; waits while it is suspended; throws `leaseLost` once someone else holds it. */
