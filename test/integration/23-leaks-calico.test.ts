@@ -1,18 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects as apply, auditNode, kubectl, kubectlJson, waitFor } from './bed.js';
 import { deployment, waitForNoTerminatingPods } from './fixtures.js';
+import { CLUSTER_IPAM } from './leases.js';
 import { useNamespace, useNodes } from './pool.js';
 
 // Field report 004: block affinities of a replaced node are never released, and an IP of a block affine to one node
 // is used by a pod on another, whose traffic the first node's blackhole route swallows. Created through the CRDs.
 // An IP Calico lends from another node's block (recorded in that block for the pod) is a borrow, not a conflict. The
-// Calico CRDs are the bed's (testbed/lib/workloads.sh); this file holds resource:calico, so no other file's reclaim
-// releases its objects meanwhile.
+// Calico CRDs are the bed's (testbed/lib/workloads.sh); this file holds CLUSTER_IPAM, so no other file's reclaim
+// releases its objects meanwhile, and its own releases no other file's.
 const blockName = (cidr: string) => cidr.replace(/[./]/g, '-');
 
 describe('Calico IPAM leaks', () => {
   // FIRST plays the node whose blocks are wrong; the pods run on SECOND.
-  const [FIRST, SECOND] = useNodes('containerd', 'containerd', 'resource:calico');
+  const [FIRST, SECOND] = useNodes('containerd', 'containerd', ...CLUSTER_IPAM);
   const ns = useNamespace();
   // Through docker exec, as on kind.
   const audit = (node: string, extra: string[] = []) => auditNode([node, '--output', 'json', ...[FIRST, SECOND].find((n) => n.name === node)!.dockerExecFlags, ...extra]);

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, bed, exists, kubectl, kubectlJson, objectPath, serviceAccountKubeconfig, upgradeNode, waitFor } from './bed.js';
 import { report, upgradeArgs } from './faults.js';
 import { crashAndCleanUp, nodeAudit, pinnedDeployment, pinnedPodSpec, sandboxIds, settledNodeAudit, waitForRunning } from './fixtures.js';
+import { CLUSTER_IPAM } from './leases.js';
 import { onLeasedNode, useNamespace, type TestNode } from './pool.js';
 
 // A real whereabouts network (v0.9.2, built by the bed) on containerd nodes: pod IPs come from one cluster-wide range,
@@ -51,7 +52,8 @@ async function allocations(prefix: string): Promise<string[]> {
 /**
  * Runs the case on a containerd node whose pods' network is whereabouts; puts the node's network back after. Every
  * node's network shares the one pool: a case that strands a gone pod's entry, or reclaims --cluster-wide (which
- * releases every gone pod's entry of it), holds resource:whereabouts, so that no other such case runs beside it.
+ * releases every gone pod's entry of it, and every Calico leak), holds CLUSTER_IPAM, so that no other such case runs
+ * beside it.
  */
 const onWhereaboutsNode = (fn: (t: TestNode) => Promise<void>, ...resources: Array<`resource:${string}`>) =>
   onLeasedNode('containerd', async (t) => {
@@ -167,7 +169,7 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     const saved = await t.sh(`cat ${result.backupDir}/whereabouts-kube-system-10.210.0.0-16-*.json`);
     expect(saved).toContain(`"id":"${keeper.sandbox}"`);
     expect(saved).toContain(`"id":"${goner.sandbox}"`);
-  }, 'resource:whereabouts'));
+  }, ...CLUSTER_IPAM));
 
   it.concurrent("after a crash whose sandboxes' records were wiped before kubelet came back: the pods keep their addresses; a pod deleted meanwhile strands its allocation, found by --cluster-wide and reclaimed", onWhereaboutsNode(async (t) => {
     const before = await pinnedDeployment(ns.name, 'crash', t.name, 3);
@@ -199,5 +201,5 @@ describe('a node whose pods get their IPs from whereabouts', () => {
     expect(reclaim.after.verdict).toBe('clean');
     expect(await allocations(gone!.name)).toEqual([]);
     expect((await Promise.all([...now.keys()].map((name) => allocations(name)))).flat().map((l) => l.split(' ')[0]).sort()).toEqual([...now.values()].sort());
-  }, 'resource:whereabouts'));
+  }, ...CLUSTER_IPAM));
 });

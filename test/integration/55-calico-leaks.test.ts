@@ -4,17 +4,18 @@ import { applyObjects, auditNode, bedDocker, kubectl, kubectlJson, serviceAccoun
 import { allocations, calicoctlCheck, GROUP } from './calico.js';
 import { withKubeconfig } from './faults.js';
 import { crashAndCleanUp, pinnedDeployment, pinnedPodSpec } from './fixtures.js';
+import { CLUSTER_IPAM } from './leases.js';
 import { useNamespace, useNodes, type TestNode } from './pool.js';
 
 // What calico-ipam itself leaves behind, found by the audit and released by the reclaim, against `calicoctl ipam
 // check` on the same cluster (the tool a Calico operator would check with): a crash whose sandboxes were cleaned up
 // before kubelet came back, pods deleted while the node was down, a release interrupted half way (the block freed, the
 // handle left, the pod still running), and a removed node. Every audit as the ServiceAccount runbooks/rbac.yaml
-// ships for runs, every reclaim as reclaim's own. resource:calico: the cluster-wide reclaim releases whatever the
-// cluster holds, so no other file's Calico objects may be there meanwhile.
+// ships for runs, every reclaim as reclaim's own. CLUSTER_IPAM: the cluster-wide reclaim releases whatever the
+// cluster holds, so no other file's Calico or whereabouts leaks may be there meanwhile.
 const ns = useNamespace();
 // The crash on containerd: its state wiped, no DEL can run (on docker, cri-dockerd's checkpoints bring kubelet's DELs back).
-const [CRASHED, OTHER] = useNodes('containerd-calico', 'docker-calico', 'resource:calico');
+const [CRASHED, OTHER] = useNodes('containerd-calico', 'docker-calico', ...CLUSTER_IPAM);
 const as: { run: string; reclaim: string } = { run: '', reclaim: '' };
 const audit = (t: TestNode, extra: string[] = [], kubeconfig = as.run) => auditNode(withKubeconfig([t.name, '--output', 'json', ...extra, ...t.flags], kubeconfig));
 const reclaim = (t: TestNode, extra: string[] = []) => audit(t, ['--reclaim', '--grace', '0', '--interval', '1', ...extra], as.reclaim);

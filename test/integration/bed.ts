@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import type { Cluster } from '../../src/cluster/api.js';
 import { getJsonInProcess, kubectlInProcess } from './kubectl-in-process.js';
+import { assertHeld, CLUSTER_IPAM } from './leases.js';
 
 // Helpers over the local test cluster: its env, kubectl, the runbook CLI as a user runs it, and node fixtures.
 const exec = promisify(execFile);
@@ -224,7 +225,10 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
 }
 
 
-export const auditNode = (args: string[], options?: Parameters<typeof runCli>[2]) => runCli('runbooks/audit-node.mjs', args, options);
+export function auditNode(args: string[], options?: Parameters<typeof runCli>[2]): Promise<CliResult> {
+  if (args.includes('--reclaim') && args.includes('--cluster-wide')) assertHeld(CLUSTER_IPAM, 'a reclaim across the cluster');
+  return runCli('runbooks/audit-node.mjs', args, options);
+}
 
 /** Applies objects given as plain values (kubectl apply of a List). */
 export async function applyObjects(objects: unknown[], run: (...args: string[]) => Promise<string> = kubectl): Promise<string> {

@@ -6,6 +6,7 @@ import ipaddr from 'ipaddr.js';
 import lockfile from 'proper-lockfile';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { bed, bedCluster, bedDocker, deleteObject, exists, kubectlJson, mergePatchObject, objectPath, waitFor, type Flavour, type Network } from './bed.js';
+import { held } from './leases.js';
 
 // Test files run side by side, each on nodes of its own: a file leases pool nodes (testbed/lib/pool.sh) for its whole
 // run, and bed-wide things a test changes for a while (node IPAM held back, Calico objects) as named resources, under
@@ -42,8 +43,6 @@ const startTime = (pid: number) => {
 };
 const me = `${process.pid} ${startTime(process.pid)}`;
 
-/** The release of each lease this process holds. */
-const held = new Map<string, () => Promise<void>>();
 
 /**
  * Takes the lease on `name` if it is free; true when this process holds it. A lease is a lock directory
