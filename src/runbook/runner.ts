@@ -81,10 +81,11 @@ export async function runUpgrade(input: RunInput): Promise<RunReport> {
       throw new RunbookError('locked', `another run changed the journal of ${options.node} while this one was starting (now run ${seen?.runId ?? 'none'}, ${seen?.status ?? 'none'}); run again`);
     }
   };
-  if (!options.dryRun && mode && mode !== 'run') await acquire();
   let journal: Journal | undefined;
   let touched = false;
   try {
+    // Inside the try: a take refused after it was made (the journal changed meanwhile) gives the Lease up again.
+    if (!options.dryRun && mode && mode !== 'run') await acquire();
     journal = mode === 'run' || !mode ? newJournal(randomUUID(), options.node, holder, options.targets) : { ...previous!, holder };
     const report = newReport(options, journal, mode ?? 'rollback', started);
     let marker: NodeMarker | undefined;
