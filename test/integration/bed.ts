@@ -226,7 +226,8 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
 
 
 export function auditNode(args: string[], options?: Parameters<typeof runCli>[2]): Promise<CliResult> {
-  if (args.includes('--reclaim') && args.includes('--cluster-wide')) assertHeld(CLUSTER_IPAM, 'a reclaim across the cluster');
+  const acrossTheCluster = args.includes('--reclaim') && args.includes('--cluster-wide');
+  if (acrossTheCluster) assertHeld(CLUSTER_IPAM, 'a reclaim across the cluster');
   return runCli('runbooks/audit-node.mjs', args, options);
 }
 

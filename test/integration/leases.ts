@@ -13,5 +13,6 @@ export const CLUSTER_IPAM = ['resource:calico', 'resource:whereabouts'] as const
 /** Throws unless this process holds all of `names` (checked per process: a file's concurrent cases share it). */
 export function assertHeld(names: readonly string[], action: string): void {
   const missing = names.filter((n) => !held.has(n));
-  if (missing.length) throw new Error(`${action} without ${missing.join(', ')}: it would release what other files hold there (lease CLUSTER_IPAM)`);
+  if (missing.length === 0) return;
+  throw new Error(`${action} without ${missing.join(', ')}: it would release what other files hold there (lease CLUSTER_IPAM)`);
 }

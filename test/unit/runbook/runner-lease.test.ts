@@ -31,7 +31,8 @@ function fakeApi(lease: Lease) {
       },
       async request(method: string, at: string, body: Lease) {
         if (at.endsWith('/selfsubjectaccessreviews')) return { status: { allowed: true } };
-        if (method === 'PUT' && body.metadata.resourceVersion !== stored.metadata.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
+        const stale = method === 'PUT' && body.metadata.resourceVersion !== stored.metadata.resourceVersion;
+        if (stale) throw new ApiError(409, 'Conflict', 'the object has been modified');
         stored = { ...body, metadata: { ...body.metadata, resourceVersion: String(++rv) } };
         return structuredClone(stored);
       },
@@ -43,19 +44,22 @@ function fakeApi(lease: Lease) {
   return api;
 }
 
-const withJournal = (lease: Lease, runId: string): Lease => ({
-  ...lease,
-  metadata: { ...lease.metadata, annotations: { [JOURNAL_ANNOTATION]: JSON.stringify(newJournal(runId, 'n', 'node-maint/gone/1/1', { containerd: '1.6.20' })) } },
-});
+const TARGETS = { containerd: '1.6.20' };
+const withJournal = (lease: Lease, runId: string): Lease => {
+  const journal = newJournal(runId, 'n', 'node-maint/gone/1/1', TARGETS);
+  return { ...lease, metadata: { ...lease.metadata, annotations: { [JOURNAL_ANNOTATION]: JSON.stringify(journal) } } };
+};
 
 describe("the runner's Lease", () => {
-  it('a resume whose take finds the journal changed since its first look refuses and gives the Lease up again', async () => {
-    const free: Lease = { metadata: { name: leaseName('n'), namespace: 'kube-system', resourceVersion: '1' }, spec: { holderIdentity: null } };
+  it('a resume whose take finds the journal changed since its first look refuses, and gives the Lease up', async () => {
+    const free: Lease = { metadata: { name: leaseName('n'), namespace: 'kube-system', resourceVersion: '1' }, spec: {} };
     const api = fakeApi(withJournal(free, 'run-a'));
     // Another run wrote its own journal between this run's look and its take.
     api.afterFirstRead = (lease) => withJournal(lease, 'run-b');
-    const options = { ...DEFAULT_RUN_OPTIONS, node: 'n', targets: { containerd: '1.6.20' }, lease: { durationSeconds: 1.5, renewDeadlineSeconds: 0.6, retryPeriodSeconds: 0.2 } };
-    await expect(runUpgrade({ options, cluster: api.cluster as unknown as Cluster, transport: {} as Transport })).rejects.toThrow(
+    const lease = { durationSeconds: 1.5, renewDeadlineSeconds: 0.6, retryPeriodSeconds: 0.2 };
+    const options = { ...DEFAULT_RUN_OPTIONS, node: 'n', targets: TARGETS, lease };
+    const cluster = api.cluster as unknown as Cluster;
+    await expect(runUpgrade({ options, cluster, transport: {} as Transport })).rejects.toThrow(
       'another run changed the journal of n while this one was starting (now run run-b, running); run again',
     );
     expect(api.holder()).toBeNull();
