@@ -245,6 +245,7 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       await waitFor(async () => (await maintenanceRun(t))?.status?.phase === 'Stopped', 30_000, 'the agent to end the withdrawn request');
       expect((await maintenanceRun(t)).status).toMatchObject({ exitCode: 18, message: 'the request was withdrawn (withdrawn by its caller: no agent claimed it) before any agent started it: nothing was started' });
       await untouched();
+      const withdrawn = (await maintenanceRun(t)).metadata.uid;
 
       // The next run's unit masked on the node before the agent gets to it (its name is the MaintenanceRun's UID's):
       // systemd refuses to make it, for real.
@@ -253,8 +254,13 @@ describe('the runbook through the node-maint agent, no SSH', () => {
       let unit = '';
       try {
         const call = upgradeNode(args);
-        await waitFor(async () => (await maintenanceRun(t))?.status === undefined, 30_000, 'the new request');
-        unit = `node-maint-run-${(await maintenanceRun(t)).metadata.uid.replace(/-/g, '').slice(0, 12)}`;
+        // The new request itself: between the withdrawn one's deletion and its creation there is none.
+        let request: any;
+        await waitFor(async () => {
+          request = await maintenanceRun(t);
+          return request !== undefined && request.metadata.uid !== withdrawn && request.status === undefined;
+        }, 30_000, 'the new request');
+        unit = `node-maint-run-${request.metadata.uid.replace(/-/g, '').slice(0, 12)}`;
         await t.sh(`systemctl mask ${unit}.service`);
         await freeze('CONT');
         refused = await call;
