@@ -43,7 +43,6 @@ const startTime = (pid: number) => {
 };
 const me = `${process.pid} ${startTime(process.pid)}`;
 
-
 /**
  * Takes the lease on `name` if it is free; true when this process holds it. A lease is a lock directory
  * (proper-lockfile: made atomically, its mtime kept fresh while this process lives, taken over once it is 15 s stale,
