@@ -48,7 +48,6 @@ export class LeaseKeeper {
   async acquire(): Promise<Journal | undefined> {
     const { durationSeconds, retryPeriodSeconds, namespace, node, holder, outageToleranceSeconds } = this.options;
     let firstSeen: { record: string; atMs: number } | undefined;
-    let taken: Lease | undefined;
     let previous: Lease | undefined;
     const name = `${namespace}/${leaseName(node)}`;
     await waitUntil(
@@ -72,7 +71,10 @@ export class LeaseKeeper {
         }
         if (verdict === 'abandoned') this.options.onLine?.(`taking over the Lease from ${lease!.spec.holderIdentity}, which stopped renewing it`);
         try {
-          taken = await this.take(lease);
+          // Held from the moment the take is stored, so that whatever ends the wait next gives it up.
+          this.lease = await this.take(lease);
+          this.state = 'held';
+          this.lastRenewMs = performance.now();
           previous = lease;
           return true;
         } catch (e) {
@@ -86,16 +88,9 @@ export class LeaseKeeper {
     ).catch(async (e: unknown) => {
       // A stop ends the wait even when its last look took the Lease (the take's answer came after the stop): given up
       // again, not left held by a run that ends (it would bar the node to every other machine for its duration).
-      if (taken) {
-        this.lease = taken;
-        this.state = 'held';
-        await this.release();
-      }
+      await this.release();
       throw e;
     });
-    this.lease = taken;
-    this.state = 'held';
-    this.lastRenewMs = performance.now();
     this.timer = setInterval(() => void this.enqueue(() => this.renew()).catch(() => undefined), retryPeriodSeconds * 1000);
     this.timer.unref();
     return journalOf(previous);
