@@ -81,6 +81,9 @@ describe('a power cut under a run', () => {
     });
     expect(first.code).toBe(137);
     await cut;
+    // Run again once the node takes logins (sshd up, no /run/nologin): on a slow boot "booted" can come before that.
+    const takesLogins = 'systemctl is-active -q ssh && ! test -e /run/nologin && echo up || true';
+    await waitFor(async () => (await t.sh(takesLogins)).trim() === 'up', 120_000, `${t.name} taking logins`);
     expect((await t.sh('systemctl show -p ActiveState -p Job --value kubelet')).trim()).toMatch(/^(inactive|activating)\n\d+$/);
     const installsUnderKubelet = await watchInstallsUnderKubelet(t);
     // The gate opened once the run has stopped kubelet: a start the stop did not cancel would run kubelet from then on.
