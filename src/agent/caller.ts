@@ -1,4 +1,4 @@
-import { isAlreadyExists, type Cluster } from '../cluster/api.js';
+import { isAlreadyExists, isConflict, type Cluster } from '../cluster/api.js';
 import { listAll } from '../cluster/list.js';
 import { getNode } from '../cluster/nodes.js';
 import { isPodReady } from '../cluster/pods.js';
@@ -53,15 +53,28 @@ export async function runThroughAgent(cluster: Cluster, v: AgentCall): Promise<n
   await requirePermissions(cluster, REQUEST_PERMISSIONS, `the kubeconfig's user ${cluster.user}`, 'run through the agent', 'runbooks/agent/requester.yaml has the rights to bind: maintenanceruns get, create, patch and delete, get nodes, and list pods in node-maint');
   await getNode(cluster, node);
   const spec: RunSpec = { ...v.spec, requestedBy: await whoAmI(cluster) };
-  const existing = await getRun(cluster, node);
-  if (existing && !isEnded(existing) && !isWithdrawn(existing)) return attach(cluster, v, existing, spec, say);
-  // An ended run of the same ask that started and whose end no caller printed: printed now, not asked again.
-  if (existing && isEnded(existing) && (existing.status?.starts ?? 0) > 0 && runOf(existing.spec) === runOf(spec) && existing.metadata.annotations?.[DELIVERED_ANNOTATION] !== 'true') {
-    say(`the run asked on ${node} at ${existing.metadata.creationTimestamp} ended while no caller followed it: its output and report follow`);
-    return follow(cluster, v, existing, { say });
+  for (let read = 1; ; read++) {
+    const existing = await getRun(cluster, node);
+    if (existing && !isEnded(existing) && !isWithdrawn(existing)) return attach(cluster, v, existing, spec, say);
+    // An ended run of the same ask that started and whose end no caller printed: printed now, not asked again.
+    if (existing && isEnded(existing) && (existing.status?.starts ?? 0) > 0 && runOf(existing.spec) === runOf(spec) && existing.metadata.annotations?.[DELIVERED_ANNOTATION] !== 'true') {
+      say(`the run asked on ${node} at ${existing.metadata.creationTimestamp} ended while no caller followed it: its output and report follow`);
+      return follow(cluster, v, existing, { say });
+    }
+    await requireReadyAgent(cluster, node);
+    // An ended run is still written after its end (the agent records its unit removed, its caller marks it read):
+    // a delete that meets a newer version decides again from a new read.
+    const deleted = !existing || (await deleteRun(cluster, existing).then(
+      () => true,
+      (e: unknown) => (isConflict(e) && read < 5 ? false : Promise.reject(e)),
+    ));
+    if (deleted) return ask(cluster, v, spec, say);
   }
-  await requireReadyAgent(cluster, node);
-  if (existing) await deleteRun(cluster, existing);
+}
+
+/** A new run: its MaintenanceRun created (or another caller's, created first, attached to), then followed. */
+async function ask(cluster: Cluster, v: AgentCall, spec: RunSpec, say: (l: string) => void): Promise<number> {
+  const node = spec.nodeName;
   let created: MaintenanceRun;
   try {
     created = await createRun(cluster, spec);

@@ -12,7 +12,7 @@ const NODE = 'n1';
 const ready = { metadata: { name: 'node-maint-agent-x' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } };
 
 function fakeApi(existing?: MaintenanceRun) {
-  const store = { run: existing, version: 1, patches: [] as unknown[], deletes: 0 };
+  const store = { run: existing, version: 1, patches: [] as unknown[], deletes: 0, onAgentLook: undefined as (() => void) | undefined };
   const bump = () => String(++store.version);
   const cluster = {
     user: 'alice',
@@ -24,6 +24,7 @@ function fakeApi(existing?: MaintenanceRun) {
         return store.run;
       }
       if (method === 'DELETE') {
+        if (body.preconditions.resourceVersion !== store.run?.metadata.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
         store.deletes++;
         store.run = undefined;
         return {};
@@ -31,7 +32,10 @@ function fakeApi(existing?: MaintenanceRun) {
       throw new Error(`unexpected ${method} ${path}`);
     },
     get: async (path: string) => {
-      if (path.includes('/pods')) return { metadata: {}, items: [ready] };
+      if (path.includes('/pods')) {
+        store.onAgentLook?.();
+        return { metadata: {}, items: [ready] };
+      }
       if (path.startsWith('/api/v1/nodes/')) return { metadata: { name: NODE } };
       if (!store.run) throw new ApiError(404, 'NotFound', 'not found');
       return structuredClone(store.run);
@@ -136,5 +140,23 @@ describe('a caller through the agent', () => {
     expect(await c.done).toEqual({ code: 0 });
     expect(c.out.stdout).toBe('upgraded\n');
     expect(api.store.patches).toContainEqual({ metadata: { annotations: { 'node-maint.io/delivered': 'true' } } });
+  });
+
+  it('an ended run the agent writes again (its unit removed) between the read and the delete: read again, then asked', async () => {
+    const status = { phase: 'Succeeded' as const, starts: 1, exitCode: 0, unit: 'node-maint-run-1' };
+    const ended: MaintenanceRun = { metadata: { name: NODE, uid: 'u0', resourceVersion: '1', creationTimestamp: 'T0', annotations: { 'node-maint.io/delivered': 'true' } }, spec: { ...spec, requestedBy: 'alice' }, status };
+    const api = fakeApi(ended);
+    api.store.onAgentLook = () => {
+      api.store.onAgentLook = undefined;
+      api.agentWrites({ ...status, unitRemoved: true });
+    };
+    const c = call(api);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(api.store.deletes).toBe(1);
+    expect(api.store.run).toMatchObject({ spec: { ...spec, requestedBy: 'alice' } });
+    expect(api.store.run?.status).toBeUndefined();
+    api.agentWrites({ phase: 'Succeeded', starts: 1, exitCode: 0, output: 'done\n', outputFrom: 0 });
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(await c.done).toEqual({ code: 0 });
   });
 });
