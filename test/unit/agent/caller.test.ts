@@ -159,4 +159,17 @@ describe('a caller through the agent', () => {
     await vi.advanceTimersByTimeAsync(1_500);
     expect(await c.done).toEqual({ code: 0 });
   });
+
+  it('an ended run written again at every look: after 5 reads the conflict is the error, nothing deleted', async () => {
+    const status = { phase: 'Succeeded' as const, starts: 1, exitCode: 0 };
+    const ended: MaintenanceRun = { metadata: { name: NODE, uid: 'u0', resourceVersion: '1', creationTimestamp: 'T0', annotations: { 'node-maint.io/delivered': 'true' } }, spec: { ...spec, requestedBy: 'alice' }, status };
+    const api = fakeApi(ended);
+    api.store.onAgentLook = () => void api.agentWrites(status);
+    const c = call(api);
+    await vi.advanceTimersByTimeAsync(10);
+    const r = await c.done;
+    expect((r as { error: Error }).error.message).toMatch(/modified/);
+    expect(api.store.deletes).toBe(0);
+    expect(api.store.run?.metadata.uid).toBe('u0');
+  });
 });
