@@ -142,10 +142,16 @@ describe('a caller through the agent', () => {
     expect(api.store.patches).toContainEqual({ metadata: { annotations: { 'node-maint.io/delivered': 'true' } } });
   });
 
+  /** An ended run whose end a caller already printed: the next ask deletes it. */
+  const deliveredEnd = (status: MaintenanceRun['status']): MaintenanceRun => ({
+    metadata: { name: NODE, uid: 'u0', resourceVersion: '1', creationTimestamp: 'T0', annotations: { 'node-maint.io/delivered': 'true' } },
+    spec: { ...spec, requestedBy: 'alice' },
+    status,
+  });
+
   it('an ended run the agent writes again (its unit removed) between the read and the delete: read again, then asked', async () => {
     const status = { phase: 'Succeeded' as const, starts: 1, exitCode: 0, unit: 'node-maint-run-1' };
-    const ended: MaintenanceRun = { metadata: { name: NODE, uid: 'u0', resourceVersion: '1', creationTimestamp: 'T0', annotations: { 'node-maint.io/delivered': 'true' } }, spec: { ...spec, requestedBy: 'alice' }, status };
-    const api = fakeApi(ended);
+    const api = fakeApi(deliveredEnd(status));
     api.store.onAgentLook = () => {
       api.store.onAgentLook = undefined;
       api.agentWrites({ ...status, unitRemoved: true });
@@ -162,8 +168,7 @@ describe('a caller through the agent', () => {
 
   it('an ended run written again at every look: after 5 reads the conflict is the error, nothing deleted', async () => {
     const status = { phase: 'Succeeded' as const, starts: 1, exitCode: 0 };
-    const ended: MaintenanceRun = { metadata: { name: NODE, uid: 'u0', resourceVersion: '1', creationTimestamp: 'T0', annotations: { 'node-maint.io/delivered': 'true' } }, spec: { ...spec, requestedBy: 'alice' }, status };
-    const api = fakeApi(ended);
+    const api = fakeApi(deliveredEnd(status));
     api.store.onAgentLook = () => void api.agentWrites(status);
     const c = call(api);
     await vi.advanceTimersByTimeAsync(10);
