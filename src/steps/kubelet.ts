@@ -42,13 +42,22 @@ async function startKubeletUnit(ctx: RunContext): Promise<number> {
 const KUBELET_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true`;
 
 /**
+ * As KUBELET_STARTED_SCRIPT, or, with no kubelet process (one that fails at every start, seen between two tries), when
+ * the boot began (PID 1's start): nothing this boot's kubelet posted is older. Without ps, the node's time now.
+ */
+const KUBELET_OR_BOOT_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); if command -v ps >/dev/null; then echo $(( $(date +%s) - $(ps -o etimes= -p "\${p:-1}") - 1 )); else date +%s; fi`;
+
+/**
  * After this run's reboot, the kubelet systemd started at boot (ms, node clock): the Ready the API holds may still be
  * the one posted before the reboot, and the new kubelet's first status can say NotReady.
  */
 async function kubeletStartedAfterReboot(ctx: RunContext): Promise<number | undefined> {
   if (!ctx.journal.reboot?.after) return undefined;
-  const started = Number.parseInt((await run(ctx.reader, KUBELET_STARTED_SCRIPT)).trim(), 10);
-  return Number.isFinite(started) ? started * 1000 : undefined;
+  // Never undefined after a reboot: a kubelet that refuses at every boot would leave the Ready from before it standing.
+  const out = (await run(ctx.reader, KUBELET_OR_BOOT_STARTED_SCRIPT)).trim();
+  const started = Number.parseInt(out, 10);
+  if (!Number.isFinite(started)) throw new Error(`could not tell when kubelet or the node's boot started (${JSON.stringify(out.slice(0, 100))})`);
+  return started * 1000;
 }
 
 async function stopKubeletAndWait(ctx: RunContext): Promise<void> {

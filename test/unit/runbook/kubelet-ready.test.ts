@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/cluster/types.js';
 import type { RunContext } from '../../../src/runbook/step.js';
@@ -61,6 +62,22 @@ describe('waiting for the node after kubelet starts', () => {
     await expect(startKubelet.apply(ctx, { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' })).resolves.toContain('Ready True');
     expect(k.polls()).toBe(4);
   }, 30_000);
+
+  it('after the run\'s reboot, a kubelet that fails at every start (no process to date): dated by the boot, so the Ready from before the reboot is still no answer', async () => {
+    // The script runs for real, here: no kubelet process on this machine, so PID 1's start dates the boot.
+    const bash = (script: string) => ({ code: 0, stdout: execFileSync('bash', ['-c', script], { encoding: 'utf8' }), stderr: '' });
+    const booted = Math.floor(Date.now() / 1000) - Number(bash('ps -o etimes= -p 1').stdout.trim());
+    // Every status the node shows was posted before the boot.
+    const k = startedKubelet(booted * 1000 - 30_000);
+    const ctx = {
+      ...k.ctx,
+      options: { node: 'n1', readyTimeoutSeconds: 2 },
+      journal: { prior: { kubeletUnit: 'kubelet' }, reboot: { before: 'b/1', at: '', after: 'b/2' } },
+      ...onBothWays({ target: 'test', exec: async (script: string) => (script.includes('crictl') ? { code: 0, stdout: 'ready\n', stderr: '' } : bash(script)), close: async () => undefined }),
+    } as unknown as RunContext;
+    const plan = { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' };
+    await expect(startKubelet.apply(ctx, plan)).rejects.toThrow(/Ready True .*\(posted before kubelet started\)/);
+  });
 
   it('a Ready node whose runtime network is not ready yet is waited for, the runtime asked at each look', async () => {
     const k = startedKubelet(Date.now());
