@@ -20,9 +20,8 @@ export default defineConfig({
     reporters: ['default'],
     sequence: { sequencer: LongestFirst },
     // Integration files run side by side, each on pool nodes it leases (test/integration/pool.ts); most of their time
-    // is waiting (grace periods, apt, kubelet restarts), not CPU. Seven: with six, the fleet files that each hold several
-    // nodes ran together at minute 8 to 11 of every run, four of them waiting for nodes, and a fifth of the CPU idled.
-    maxWorkers: 7,
+    // is waiting (grace periods, apt, kubelet restarts), not CPU.
+    maxWorkers: 6,
     projects: [
       // Beside the integration files' runs, a unit file's first import (the Pulumi SDK's) can take seconds on 2 cores.
       // Unit files share their workers' module cache (isolate: false): 17 s of CPU instead of 38 s, each import once.
