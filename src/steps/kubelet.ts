@@ -38,14 +38,20 @@ async function startKubeletUnit(ctx: RunContext): Promise<number> {
   return Math.min(before, Number.isFinite(processStart) ? processStart : before) * 1000;
 }
 
-/** When the running kubelet process started, by the node's clock, in whole seconds rounded down (etimes is rounded down, so one second is taken off). */
-const KUBELET_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); [ -n "$p" ] && command -v ps >/dev/null && echo $(( $(date +%s) - $(ps -o etimes= -p "$p") - 1 )) || true`;
+/** The first kubelet process of the node's own PID namespace, in $p. */
+const KUBELET_PID = `p=$(${ownPidsScript('kubelet')} | head -n 1)`;
+
+/** When process `pid` started, by the node's clock, in whole seconds rounded down (etimes is rounded down, so one second is taken off). */
+const startedScript = (pid: string) => `echo $(( $(date +%s) - $(ps -o etimes= -p ${pid}) - 1 ))`;
+
+/** When the running kubelet process started; nothing without one (or without ps). */
+const KUBELET_STARTED_SCRIPT = `${KUBELET_PID}; [ -n "$p" ] && command -v ps >/dev/null && ${startedScript('"$p"')} || true`;
 
 /**
  * As KUBELET_STARTED_SCRIPT, or, with no kubelet process (one that fails at every start, seen between two tries), when
  * the boot began (PID 1's start): nothing this boot's kubelet posted is older. Without ps, the node's time now.
  */
-const KUBELET_OR_BOOT_STARTED_SCRIPT = `p=$(${ownPidsScript('kubelet')} | head -n 1); if command -v ps >/dev/null; then echo $(( $(date +%s) - $(ps -o etimes= -p "\${p:-1}") - 1 )); else date +%s; fi`;
+export const KUBELET_OR_BOOT_STARTED_SCRIPT = `${KUBELET_PID}; if command -v ps >/dev/null; then ${startedScript('"${p:-1}"')}; else date +%s; fi`;
 
 /**
  * After this run's reboot, the kubelet systemd started at boot (ms, node clock): the Ready the API holds may still be
