@@ -1,9 +1,12 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../../src/cluster/types.js';
 import type { RunContext } from '../../../src/runbook/step.js';
 import type { Transport } from '../../../src/node/transport/types.js';
-import { startKubelet, waitUntilNodeReady } from '../../../src/steps/kubelet.js';
+import { KUBELET_OR_BOOT_STARTED_SCRIPT, startKubelet, waitUntilNodeReady } from '../../../src/steps/kubelet.js';
 
 // The sequence CI saw after `systemctl start kubelet`: the node still shows the Ready its kubelet posted before the
 // stop while the runtime network is already up; then the started kubelet's first status says NotReady (kubenet has
@@ -77,6 +80,26 @@ describe('waiting for the node after kubelet starts', () => {
     } as unknown as RunContext;
     const plan = { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' };
     await expect(startKubelet.apply(ctx, plan)).rejects.toThrow(/^timed out .*\(posted before kubelet started\)/);
+  });
+
+  it('after the run\'s reboot, a node without ps dates the kubelet by its time now; an answer that is no time fails the step', async () => {
+    // Only date and head on PATH (the script's pidof and ps are missing): the node's time now, never nothing.
+    const bin = mkdtempSync(join(tmpdir(), 'no-ps-'));
+    for (const tool of ['date', 'head']) symlinkSync(execFileSync('bash', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(bin, tool));
+    const now = Math.floor(Date.now() / 1000);
+    const printed = Number(execFileSync('/bin/bash', ['-c', KUBELET_OR_BOOT_STARTED_SCRIPT], { encoding: 'utf8', env: { PATH: bin } }).trim());
+    rmSync(bin, { recursive: true });
+    expect(printed - now).toBeGreaterThanOrEqual(0);
+    expect(printed - now).toBeLessThan(5);
+    // A node that answers something else: the step fails at once, naming what it got, instead of taking any Ready.
+    const k = startedKubelet(Date.now());
+    const ctx = {
+      ...k.ctx,
+      journal: { prior: { kubeletUnit: 'kubelet' }, reboot: { before: 'b/1', at: '', after: 'b/2' } },
+      ...onBothWays({ target: 'test', exec: async () => ({ code: 0, stdout: 'bash: ps: Permission denied\n', stderr: '' }), close: async () => undefined }),
+    } as unknown as RunContext;
+    await expect(startKubelet.apply(ctx, { actions: ['wait for PodCIDR, Ready and the runtime network'], summary: '' })).rejects.toThrow(/could not tell when kubelet or the node's boot started \("bash: ps: Permission denied"\)/);
+    expect(k.polls()).toBe(0);
   });
 
   it('a Ready node whose runtime network is not ready yet is waited for, the runtime asked at each look', async () => {
